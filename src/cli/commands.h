@@ -1,0 +1,14 @@
+// Subcommands of the accel binary. Each Register* adds one subcommand (with its flags and help)
+// to the app; the callback it installs sets *exit_code. Commands print results to stdout and
+// errors to stderr, one line each: "accel <cmd>: <file>: <field>: <problem> (<hint>)".
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace accel::cli {
+
+void RegisterTopo(CLI::App& app, int* exit_code);     ///< accel topo
+void RegisterPlace(CLI::App& app, int* exit_code);    ///< accel place
+void RegisterClaims(CLI::App& app, int* exit_code);   ///< accel claims, accel release
+
+}  // namespace accel::cli

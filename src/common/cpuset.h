@@ -1,0 +1,51 @@
+// CpuSet: a set of CPU (PU) OS indexes, stored as a bitmap.
+//
+// The compact text form is the one Linux, libvirt and Nova use: "0-3,8,10-11".
+// Value type; not synchronized (copy it across threads).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace accel {
+
+class CpuSet {
+ public:
+  CpuSet() = default;
+  CpuSet(std::initializer_list<int> cpus);
+
+  /// Parses "0-3,8,^2" (a leading ^ removes; whitespace ignored; empty string is the empty set).
+  /// Returns true and fills *out on success; on error returns false and sets *error to
+  /// a sentence naming the offending token. CPU ids must be in [0, 65535].
+  static bool Parse(std::string_view text, CpuSet* out, std::string* error);
+
+  void Add(int cpu);
+  void Remove(int cpu);
+  bool Contains(int cpu) const;
+  int Count() const;
+  bool Empty() const { return Count() == 0; }
+  /// Smallest member, or -1 when empty.
+  int First() const;
+
+  CpuSet Union(const CpuSet& other) const;
+  CpuSet Intersect(const CpuSet& other) const;
+  CpuSet Minus(const CpuSet& other) const;
+  bool Intersects(const CpuSet& other) const;
+  bool IsSubsetOf(const CpuSet& other) const;
+
+  /// Members in ascending order.
+  std::vector<int> ToVector() const;
+  /// Compact form, ascending, ranges of 2+ as "a-b": {0,1,2,5} -> "0-2,5"; empty set -> "".
+  std::string ToString() const;
+
+  bool operator==(const CpuSet& other) const;
+  bool operator!=(const CpuSet& other) const { return !(*this == other); }
+
+ private:
+  void Trim();
+  std::vector<uint64_t> words_;  // bit i of word w is CPU 64*w+i; no trailing zero words
+};
+
+}  // namespace accel

@@ -1,0 +1,1 @@
+#include "placement/engine.h"

@@ -1,0 +1,39 @@
+// The placement engine: (host topology + current usage + host policy) x request -> a placement,
+// or the reasons it cannot fit.
+//
+// It is complete (finds a placement whenever one exists under the rules in docs/placement.md),
+// deterministic (same inputs, same answer) and bounded: per (guest cell, host node) feasibility,
+// then a min-cost assignment of cells to distinct nodes, with PCI affinity handled as a joint
+// constraint over the few nodes that hold matching devices. Stateless and thread-safe: Place()
+// only reads its arguments.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "placement/placement.h"
+#include "placement/request.h"
+#include "placement/usage.h"
+#include "topology/host.h"
+
+namespace accel::placement {
+
+struct PlaceResult {
+  std::optional<Placement> placement;  ///< set when the request fits
+  NoFit no_fit;                        ///< reasons, filled when it does not
+  bool fits() const { return placement.has_value(); }
+};
+
+/// Places `request` on `host` given what `usage` already holds. Never throws for a request that
+/// passed flavor validation; a request that cannot fit returns reasons in no_fit.
+PlaceResult Place(const topology::HostTopology& host, const HostUsage& usage,
+                  const HostPolicy& policy, const PlacementRequest& request);
+
+/// Checks that `p` is a valid placement of `request` on `host` over `usage`: every CPU, page and
+/// device free and used once, thread/emulator/PCI policies exactly held, memory in one page size
+/// per cell. Returns "" when valid, else the first violation. Used by tests and by claims.
+std::string Validate(const topology::HostTopology& host, const HostUsage& usage,
+                     const HostPolicy& policy, const PlacementRequest& request,
+                     const Placement& p);
+
+}  // namespace accel::placement

@@ -1,0 +1,61 @@
+// Placement: where a PlacementRequest landed on a host, or why it could not.
+//
+// Produced by the engine (placement/engine.h), stored by the claim store, rendered as text, JSON,
+// YAML and libvirt domain XML. Plain data; JSON form "accel.placement/v1" in placement_json.h.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/cpuset.h"
+
+namespace accel::placement {
+
+/// One guest cell on one host node.
+struct CellPlacement {
+  int guest_cell = 0;          ///< guest NUMA cell index (0..k-1)
+  int host_node = 0;           ///< host NUMA node OS id
+  std::map<int, int> pinning;  ///< dedicated vCPU -> host CPU
+  CpuSet shared_vcpus;         ///< vCPUs of this cell that float over shared_cpus
+  CpuSet shared_cpus;          ///< host CPUs the shared vCPUs may run on (the node's shared set)
+  /// Host CPUs this cell takes out of the free pool: the pinned CPUs, plus their siblings
+  /// under thread policy isolate (so no other guest lands on them).
+  CpuSet consumed_cpus;
+  uint64_t memory_mib = 0;     ///< memory of the cell
+  uint64_t page_size_kib = 0;  ///< page size backing the cell (4 for base pages)
+  uint64_t pages = 0;          ///< pages of page_size_kib taken on host_node
+};
+
+/// One PCI device handed to the guest.
+struct DevicePlacement {
+  std::string request_alias;   ///< the alias of the request it satisfies
+  std::string address;         ///< host PCI address "dddd:bb:dd.f"
+  uint16_t vendor_id = 0;
+  uint16_t device_id = 0;
+  int numa_node = -1;          ///< host NUMA node of the device (-1 unknown)
+  int guest_cell = -1;         ///< guest cell it is local to; -1 when remote or no NUMA topology
+};
+
+struct Placement {
+  std::string host;            ///< HostTopology::hostname
+  std::string flavor;          ///< flavor name
+  std::vector<CellPlacement> cells;  ///< in guest cell order; empty for a floating guest
+  CpuSet emulator_cpus;        ///< host CPUs for QEMU emulator threads (isolate); empty = share
+  /// Host CPUs consumed for the emulator (its CPU, plus siblings under isolate).
+  CpuSet emulator_consumed_cpus;
+  std::vector<DevicePlacement> devices;
+  /// For a floating guest (no NUMA topology): the vCPU count and memory charged host-wide.
+  int floating_vcpus = 0;
+  uint64_t floating_memory_mib = 0;
+  /// Notes a person may want (e.g. "GPU 0000:41:00.0 is remote to guest cell 0 (policy preferred)").
+  std::vector<std::string> notes;
+};
+
+/// Why a request did not fit: one line per host node or global cause, each actionable.
+struct NoFit {
+  std::vector<std::string> reasons;  ///< e.g. "node 1: 6 free whole cores, thread policy isolate needs 8"
+};
+
+}  // namespace accel::placement

@@ -1,0 +1,1 @@
+#include "topology/host.h"

@@ -1,0 +1,48 @@
+#include "common/cpuset.h"
+
+#include <gtest/gtest.h>
+
+namespace accel {
+namespace {
+
+TEST(CpuSet, ParsesAndFormatsCompactLists) {
+  CpuSet s;
+  std::string err;
+  ASSERT_TRUE(CpuSet::Parse("0-3, 8,10-11,^2", &s, &err)) << err;
+  EXPECT_EQ(s.ToString(), "0-1,3,8,10-11");
+  EXPECT_EQ(s.Count(), 6);
+  EXPECT_TRUE(s.Contains(10));
+  EXPECT_FALSE(s.Contains(2));
+  EXPECT_EQ(s.First(), 0);
+}
+
+TEST(CpuSet, EmptyStringIsEmptySet) {
+  CpuSet s{1};
+  std::string err;
+  ASSERT_TRUE(CpuSet::Parse("", &s, &err));
+  EXPECT_TRUE(s.Empty());
+  EXPECT_EQ(s.ToString(), "");
+}
+
+TEST(CpuSet, RejectsGarbageWithTheToken) {
+  CpuSet s;
+  std::string err;
+  EXPECT_FALSE(CpuSet::Parse("0-3,x", &s, &err));
+  EXPECT_NE(err.find("'x'"), std::string::npos);
+  EXPECT_FALSE(CpuSet::Parse("5-2", &s, &err));
+  EXPECT_FALSE(CpuSet::Parse("1,,2", &s, &err));
+  EXPECT_FALSE(CpuSet::Parse("70000", &s, &err));
+}
+
+TEST(CpuSet, SetAlgebraAcrossWords) {
+  CpuSet a{1, 64, 200}, b{64, 300};
+  EXPECT_EQ(a.Union(b).ToString(), "1,64,200,300");
+  EXPECT_EQ(a.Intersect(b).ToString(), "64");
+  EXPECT_EQ(a.Minus(b).ToString(), "1,200");
+  EXPECT_TRUE(a.Intersects(b));
+  EXPECT_TRUE(CpuSet({64}).IsSubsetOf(a));
+  EXPECT_EQ(a.Minus(a), CpuSet());
+}
+
+}  // namespace
+}  // namespace accel
