@@ -1,0 +1,41 @@
+// Structured files: one reader for the YAML and JSON documents people hand to accel.
+//
+// A document is JSON when its first non-space character is '{' or '['; anything else is read as
+// YAML and converted to the same nlohmann::json shape, so callers check one tree whatever the
+// syntax. Stateless free functions; safe to call from any thread.
+//
+// YAML scalars are converted the way YAML 1.2's core schema resolves *plain* (unquoted) scalars,
+// narrowed so that text which only looks numeric stays text:
+//   - true/True/TRUE/false/False/FALSE           -> boolean  (yes/no/on/off stay strings)
+//   - ~, null, Null, NULL, an empty value         -> null
+//   - decimal integers without leading zeros      -> integer  ("0100", "0x10de", "1e3"... stay strings
+//     ("16", "-3", "131072"); beyond int64 stay text   unless the float rule below applies)
+//   - decimal floats with a '.' ("1.5", "2.0")    -> float
+//   - everything else ("2MB", "1GB", "0-3", "^0-1", "h100:1", "10de") -> string
+// Quoted scalars and scalars with an explicit tag are always strings. Mapping keys are always
+// strings. Objects come back with sorted keys (nlohmann::json); duplicate keys are refused.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace accel {
+
+/// Reads the file at `path` and parses it as described above.
+/// Returns the document (null for an empty YAML file). Throws InputError naming the file, and
+/// the line and column ("flavor.yaml:7:3") when the syntax is wrong, for: an unreadable file, a
+/// syntax error, a duplicate key, nesting deeper than 64 levels, a YAML file with more than one
+/// document, or aliases that expand beyond 1,000,000 nodes.
+nlohmann::json ReadStructuredFile(const std::string& path);
+
+/// The bytes of the file at `path` (at most 16 MiB). Throws InputError naming the file when it
+/// cannot be opened or read, is a directory, or is larger.
+std::string ReadWholeFile(const std::string& path);
+
+/// Same as ReadStructuredFile for text already in memory; `where` names it in errors (a file
+/// name, "<stdin>", "fuzz input").
+nlohmann::json ParseStructuredText(std::string_view text, const std::string& where);
+
+}  // namespace accel

@@ -1,0 +1,89 @@
+#include "common/yaml_out.h"
+
+#include <cctype>
+
+#include <yaml-cpp/yaml.h>
+
+namespace accel {
+
+namespace {
+
+// Words YAML 1.1 (yes/no/on/off, y/n) or 1.2 (true/false/null) resolves to a bool or null.
+bool IsReservedWord(const std::string& s) {
+  static const char* const kWords[] = {"y", "n", "yes", "no", "true", "false", "on", "off", "null",
+                                       "~"};
+  std::string lower;
+  for (char c : s) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const char* w : kWords) {
+    if (lower == w) return true;
+  }
+  return false;
+}
+
+void Emit(YAML::Emitter& out, const nlohmann::ordered_json& v);
+
+void EmitString(YAML::Emitter& out, const std::string& s) {
+  if (YamlNeedsQuotes(s)) out << YAML::DoubleQuoted;
+  out << s;  // yaml-cpp itself quotes strings with ": ", "#", control characters, ...
+}
+
+void EmitObject(YAML::Emitter& out, const nlohmann::ordered_json& v) {
+  if (v.empty()) {
+    out << YAML::Flow << YAML::BeginMap << YAML::EndMap;  // "{}" on the key's line
+    return;
+  }
+  out << YAML::BeginMap;
+  for (const auto& [key, item] : v.items()) {
+    out << YAML::Key;
+    EmitString(out, key);
+    out << YAML::Value;
+    Emit(out, item);
+  }
+  out << YAML::EndMap;
+}
+
+void EmitArray(YAML::Emitter& out, const nlohmann::ordered_json& v) {
+  if (v.empty()) {
+    out << YAML::Flow << YAML::BeginSeq << YAML::EndSeq;  // "[]" on the key's line
+    return;
+  }
+  out << YAML::BeginSeq;
+  for (const auto& item : v) Emit(out, item);
+  out << YAML::EndSeq;
+}
+
+void Emit(YAML::Emitter& out, const nlohmann::ordered_json& v) {
+  switch (v.type()) {
+    case nlohmann::json::value_t::object: EmitObject(out, v); break;
+    case nlohmann::json::value_t::array: EmitArray(out, v); break;
+    case nlohmann::json::value_t::string: EmitString(out, v.get<std::string>()); break;
+    case nlohmann::json::value_t::boolean: out << v.get<bool>(); break;
+    // JSON's own text for numbers: the shortest form that reads back exactly (63.015, not
+    // yaml-cpp's 63.015000000000001).
+    case nlohmann::json::value_t::number_integer:
+    case nlohmann::json::value_t::number_unsigned:
+    case nlohmann::json::value_t::number_float: out << v.dump(); break;
+    default: out << YAML::Null; break;  // null, and the binary/discarded kinds JSON text never has
+  }
+}
+
+}  // namespace
+
+bool YamlNeedsQuotes(const std::string& s) {
+  if (s.empty() || IsReservedWord(s)) return true;
+  // Anything that starts like a number (digits, sign, dot: ints, floats, .inf, 0x1f, base-60
+  // 0000:18:00.0, CPU lists 0-3) is quoted: a few needless quotes beat a string read as a number.
+  char c = s.front();
+  return std::isdigit(static_cast<unsigned char>(c)) || c == '-' || c == '+' || c == '.';
+}
+
+std::string ToYaml(const nlohmann::ordered_json& value) {
+  YAML::Emitter out;
+  out.SetIndent(2);
+  Emit(out, value);
+  std::string text = out.c_str();
+  if (text.empty() || text.back() != '\n') text += '\n';
+  return text;
+}
+
+}  // namespace accel

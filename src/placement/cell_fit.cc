@@ -1,0 +1,251 @@
+#include "placement/cell_fit.h"
+
+#include <algorithm>
+
+namespace accel::placement {
+
+namespace {
+
+std::string NodeName(const NodeView& node) { return "node " + std::to_string(node.id); }
+
+// Free threads in the order a pinning takes them: from cores already partly held first (so
+// whole cores stay free), then from whole free cores, each core's threads ascending.
+struct ThreadOrder {
+  std::vector<const CoreView*> partial, whole;
+};
+
+ThreadOrder OrderCores(const NodeView& node) {
+  ThreadOrder o;
+  for (const CoreView& c : node.cores) {
+    if (c.free.Empty()) continue;
+    (c.whole_free() ? o.whole : o.partial).push_back(&c);
+  }
+  return o;
+}
+
+// Picks `count` free threads, partial cores first.
+std::vector<int> TakeThreads(const ThreadOrder& order, int count) {
+  std::vector<int> out;
+  for (const auto* list : {&order.partial, &order.whole})
+    for (const CoreView* c : *list)
+      for (int cpu : c->free.ToVector()) {
+        if (static_cast<int>(out.size()) == count) return out;
+        out.push_back(cpu);
+      }
+  return out;
+}
+
+// Whole free cores with min_threads threads or more, ascending.
+std::vector<const CoreView*> WholeCores(const ThreadOrder& order, int min_threads) {
+  std::vector<const CoreView*> out;
+  for (const CoreView* c : order.whole)
+    if (c->threads.Count() >= min_threads) out.push_back(c);
+  return out;
+}
+
+// The emulator CPU under prefer/require: a free thread of a core already partly held (the
+// pinning's own leftover siblings included), else the first thread of a whole free core.
+int PickEmulatorThread(const NodeView& node, const CpuSet& consumed) {
+  int fallback = -1;
+  for (const CoreView& c : node.cores) {
+    CpuSet left = c.free.Minus(consumed);
+    if (left.Empty()) continue;
+    if (left != c.threads) return left.First();
+    if (fallback < 0) fallback = left.First();
+  }
+  return fallback;
+}
+
+bool PinDedicated(const NodeView& node, const GuestCell& cell, const PlacementRequest& req,
+                  bool reserve_emulator, CellFit* fit) {
+  const std::vector<int> vcpus = cell.dedicated_vcpus.ToVector();
+  const int n = static_cast<int>(vcpus.size());
+  const int r = reserve_emulator ? 1 : 0;
+  if (n == 0 && r == 0) return true;
+  const ThreadOrder order = OrderCores(node);
+  std::vector<int> cpus;
+  // Thread policies shape the pinning only; a cell without dedicated vCPUs has none to shape.
+  const ThreadPolicy policy = n > 0 ? req.thread_policy : ThreadPolicy::kPrefer;
+  switch (policy) {
+    case ThreadPolicy::kPrefer: {
+      int free = node.FreeThreads();
+      if (free < n + r) {
+        fit->reason = NodeName(node) + ": " + std::to_string(free) + " free dedicated CPUs, needs " +
+                      std::to_string(n + r) + (r ? " (incl. 1 emulator CPU)" : "");
+        return false;
+      }
+      cpus = TakeThreads(order, n);
+      for (int c : cpus) fit->consumed.Add(c);
+      break;
+    }
+    case ThreadPolicy::kRequire: {
+      if (node.threads_per_core < 2) {
+        fit->reason = NodeName(node) + ": cores have no SMT siblings, thread policy require needs them";
+        return false;
+      }
+      std::vector<const CoreView*> whole = WholeCores(order, 2);
+      int capacity = 0;
+      for (const CoreView* c : whole) {
+        if (capacity >= n) break;
+        for (int cpu : c->threads.ToVector())
+          if (static_cast<int>(cpus.size()) < n) cpus.push_back(cpu);
+        capacity += c->threads.Count();
+      }
+      if (static_cast<int>(cpus.size()) < n) {
+        fit->reason = NodeName(node) + ": " + std::to_string(whole.size()) +
+                      " free whole cores, thread policy require needs " +
+                      std::to_string((n + node.threads_per_core - 1) / node.threads_per_core);
+        return false;
+      }
+      for (int c : cpus) fit->consumed.Add(c);
+      if (r && node.FreeThreads() < n + r) {
+        fit->reason = NodeName(node) + ": no free CPU left for the emulator threads";
+        return false;
+      }
+      break;
+    }
+    case ThreadPolicy::kIsolate: {
+      std::vector<const CoreView*> whole = WholeCores(order, 1);
+      if (static_cast<int>(whole.size()) < n + r) {
+        fit->reason = NodeName(node) + ": " + std::to_string(whole.size()) +
+                      " free whole cores, thread policy isolate needs " + std::to_string(n + r) +
+                      (r ? " (incl. 1 for the emulator)" : "");
+        return false;
+      }
+      for (int i = 0; i < n; ++i) {
+        cpus.push_back(whole[i]->threads.First());
+        fit->consumed = fit->consumed.Union(whole[i]->threads);
+      }
+      if (r) {
+        fit->emulator_cpus.Add(whole[n]->threads.First());
+        fit->emulator_consumed = whole[n]->threads;
+      }
+      break;
+    }
+  }
+  for (int i = 0; i < n; ++i) fit->pinning[vcpus[i]] = cpus[i];
+  if (r && fit->emulator_cpus.Empty() && req.thread_policy == ThreadPolicy::kIsolate) {
+    std::vector<const CoreView*> whole = WholeCores(order, 1);
+    if (whole.empty()) {
+      fit->reason = NodeName(node) + ": no free whole core for the emulator threads (thread policy isolate)";
+      return false;
+    }
+    fit->emulator_cpus.Add(whole[0]->threads.First());
+    fit->emulator_consumed = whole[0]->threads;
+  }
+  if (r && fit->emulator_cpus.Empty()) {
+    int emu = PickEmulatorThread(node, fit->consumed);
+    if (emu < 0) {
+      fit->reason = NodeName(node) + ": no free CPU left for the emulator threads";
+      return false;
+    }
+    fit->emulator_cpus.Add(emu);
+    fit->emulator_consumed = fit->emulator_cpus;
+  }
+  return true;
+}
+
+bool FitShared(const NodeView& node, const GuestCell& cell, CellFit* fit) {
+  const int s = cell.shared_vcpus.Count();
+  if (s == 0) return true;
+  fit->shared_cpus = node.shared_cpus.Minus(node.pinned_cpus)
+                         .Minus(fit->consumed)
+                         .Minus(fit->emulator_consumed);
+  if (fit->shared_cpus.Count() < s) {
+    fit->reason = NodeName(node) + ": " + std::to_string(fit->shared_cpus.Count()) +
+                  " shared CPUs, a cell with " + std::to_string(s) +
+                  " shared vCPUs needs as many (no self-overcommit)";
+    return false;
+  }
+  if (node.shared_vcpus_used + s > node.shared_capacity) {
+    fit->reason = NodeName(node) + ": " + std::to_string(node.shared_vcpus_used) +
+                  " shared vCPUs already on " + std::to_string(node.shared_cpus.Count()) +
+                  " shared CPUs; adding " + std::to_string(s) + " exceeds the allocation ratio";
+    return false;
+  }
+  return true;
+}
+
+bool FitMemory(const NodeView& node, const GuestCell& cell, const PlacementRequest& req,
+               CellFit* fit) {
+  const uint64_t kib = cell.memory_mib * 1024;
+  std::vector<uint64_t> sizes = CandidatePageSizes(node, req.page_size);
+  if (sizes.empty()) {
+    fit->reason = NodeName(node) + ": no " +
+                  (req.page_size.kind == PageSizeRequest::kExplicit
+                       ? PageSizeName(req.page_size.size_kib) + " page pool"
+                       : std::string("hugepage pool"));
+    return false;
+  }
+  std::string why;
+  for (uint64_t size : sizes) {
+    const PoolView* pool = node.Pool(size);
+    if (kib % size != 0) {
+      why = std::to_string(cell.memory_mib) + " MiB is not a multiple of " + PageSizeName(size) +
+            " pages";
+      continue;
+    }
+    if (pool->free < kib / size) {
+      why = PageSizeName(size) + " pages: " + std::to_string(pool->free) + " free, needs " +
+            std::to_string(kib / size);
+      continue;
+    }
+    fit->page_size_kib = size;
+    fit->pages = kib / size;
+    return true;
+  }
+  fit->reason = NodeName(node) + ": " + why;
+  return false;
+}
+
+int WholeCoresTouched(const NodeView& node, const CpuSet& cpus) {
+  int n = 0;
+  for (const CoreView& c : node.cores)
+    if (c.whole_free() && c.threads.Intersects(cpus)) ++n;
+  return n;
+}
+
+}  // namespace
+
+std::string PageSizeName(uint64_t size_kib) {
+  if (size_kib >= 1048576 && size_kib % 1048576 == 0) return std::to_string(size_kib / 1048576) + "G";
+  if (size_kib >= 1024 && size_kib % 1024 == 0) return std::to_string(size_kib / 1024) + "M";
+  return std::to_string(size_kib) + "K";
+}
+
+std::vector<uint64_t> CandidatePageSizes(const NodeView& node, const PageSizeRequest& request) {
+  std::vector<uint64_t> sizes;
+  if (node.pools.empty()) return sizes;
+  switch (request.kind) {
+    case PageSizeRequest::kNone:
+    case PageSizeRequest::kSmall:
+      sizes.push_back(node.pools.front().size_kib);
+      break;
+    case PageSizeRequest::kExplicit:
+      if (node.Pool(request.size_kib)) sizes.push_back(request.size_kib);
+      break;
+    case PageSizeRequest::kLarge:
+    case PageSizeRequest::kAny:
+      for (auto it = node.pools.rbegin(); it != node.pools.rend(); ++it) {
+        if (request.kind == PageSizeRequest::kLarge && it + 1 == node.pools.rend()) break;
+        sizes.push_back(it->size_kib);
+      }
+      break;
+  }
+  return sizes;
+}
+
+CellFit FitCell(const NodeView& node, const GuestCell& cell, const PlacementRequest& request,
+                bool reserve_emulator) {
+  CellFit fit;
+  if (!PinDedicated(node, cell, request, reserve_emulator, &fit)) return fit;
+  if (!FitShared(node, cell, &fit)) return fit;
+  if (!FitMemory(node, cell, request, &fit)) return fit;
+  const CpuSet taken = fit.consumed.Union(fit.emulator_consumed);
+  fit.whole_cores_broken = WholeCoresTouched(node, taken);
+  fit.free_threads_after = node.FreeThreads() - taken.Count();
+  fit.ok = true;
+  return fit;
+}
+
+}  // namespace accel::placement

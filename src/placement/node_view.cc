@@ -1,0 +1,99 @@
+#include "placement/node_view.h"
+
+#include <algorithm>
+
+namespace accel::placement {
+
+int NodeView::FreeThreads() const {
+  int n = 0;
+  for (const CoreView& c : cores) n += c.free.Count();
+  return n;
+}
+
+int NodeView::WholeFreeCores() const {
+  return static_cast<int>(std::count_if(cores.begin(), cores.end(),
+                                        [](const CoreView& c) { return c.whole_free(); }));
+}
+
+const PoolView* NodeView::Pool(uint64_t size_kib) const {
+  for (const PoolView& p : pools)
+    if (p.size_kib == size_kib) return &p;
+  return nullptr;
+}
+
+namespace {
+
+// Pinned CPUs are global facts; a claim may record an emulator CPU under another node's entry,
+// so every node looks at the union.
+CpuSet AllPinned(const HostUsage& usage) {
+  CpuSet all;
+  for (const auto& [id, n] : usage.nodes) all = all.Union(n.pinned_cpus);
+  return all;
+}
+
+std::vector<PoolView> Pools(const topology::NumaNode& node, const NodeUsage* used,
+                            const HostPolicy& policy) {
+  std::vector<PoolView> pools;
+  for (size_t i = 0; i < node.pages.size(); ++i) {
+    const topology::HugepagePool& p = node.pages[i];
+    uint64_t total = p.total;
+    if (i == 0 && p.size_kib > 0) {
+      uint64_t reserved = policy.reserved_host_memory_mib_per_node * 1024 / p.size_kib;
+      total = total > reserved ? total - reserved : 0;
+    }
+    uint64_t taken = 0;
+    if (used) {
+      auto it = used->pages_used.find(p.size_kib);
+      if (it != used->pages_used.end()) taken = it->second;
+    }
+    pools.push_back({p.size_kib, total > taken ? total - taken : 0});
+  }
+  return pools;
+}
+
+}  // namespace
+
+std::vector<NodeView> BuildNodeViews(const topology::HostTopology& host, const HostUsage& usage,
+                                     const HostPolicy& policy) {
+  const CpuSet all = host.AllCpus();
+  const CpuSet dedicated = policy.cpu_dedicated_set ? policy.cpu_dedicated_set->Intersect(all) : all;
+  const CpuSet shared = policy.cpu_shared_set ? policy.cpu_shared_set->Intersect(all) : all;
+  const CpuSet pinned = AllPinned(usage);
+
+  std::vector<NodeView> views;
+  views.reserve(host.numa_nodes.size());
+  for (size_t i = 0; i < host.numa_nodes.size(); ++i) {
+    const topology::NumaNode& node = host.numa_nodes[i];
+    NodeView v;
+    v.index = static_cast<int>(i);
+    v.id = node.id;
+    v.package = node.package;
+    v.dedicated_cpus = node.cpus.Intersect(dedicated);
+    v.shared_cpus = node.cpus.Intersect(shared);
+    v.pinned_cpus = node.cpus.Intersect(pinned);
+    for (const CpuSet& core : node.cores) {
+      v.threads_per_core = std::max(v.threads_per_core, core.Count());
+      CoreView c{core.Intersect(dedicated), {}};
+      if (c.threads.Empty()) continue;
+      c.free = c.threads.Minus(pinned);
+      v.cores.push_back(std::move(c));
+    }
+    auto it = usage.nodes.find(node.id);
+    const NodeUsage* used = it == usage.nodes.end() ? nullptr : &it->second;
+    v.shared_vcpus_used = used ? used->shared_vcpus : 0;
+    v.shared_capacity = v.shared_cpus.Count() * policy.cpu_allocation_ratio;
+    v.pools = Pools(node, used, policy);
+    v.untouched = v.pinned_cpus.Empty() && v.shared_vcpus_used == 0;
+    if (used)
+      for (const auto& [size, n] : used->pages_used) v.untouched = v.untouched && n == 0;
+    views.push_back(std::move(v));
+  }
+  for (const topology::PciDevice& d : host.pci) {
+    if (!d.is_accelerator() || usage.devices.count(d.address)) continue;
+    int idx = host.NodeIndex(d.numa_node);
+    if (idx >= 0) ++views[idx].free_accelerators;
+  }
+  return views;
+}
+
+}  // namespace accel::placement

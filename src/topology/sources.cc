@@ -1,0 +1,55 @@
+#include "topology/sources.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
+#include "common/error.h"
+#include "topology/host_json.h"
+#include "topology/hwloc_source.h"
+
+namespace accel::topology {
+
+namespace {
+
+std::string FileBaseName(const std::string& path) {
+  size_t slash = path.find_last_of('/');
+  std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  size_t dot = name.find_last_of('.');
+  return dot == std::string::npos || dot == 0 ? name : name.substr(0, dot);
+}
+
+}  // namespace
+
+std::string ReadInputFile(const std::string& path) {
+  std::unique_ptr<FILE, int (*)(FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
+  if (!file) throw InputError(path, "", std::string("cannot open: ") + std::strerror(errno),
+                              "check the path and its permissions");
+  std::string text;
+  char buf[1 << 16];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, file.get())) > 0) text.append(buf, n);
+  if (std::ferror(file.get()))
+    throw InputError(path, "", std::string("cannot read: ") + std::strerror(errno),
+                     "is it a directory?");
+  return text;
+}
+
+HostTopology LoadTopology(const std::string& spec) {
+  if (spec == "live") return LoadLiveHost();
+  std::string text = ReadInputFile(spec);
+  size_t first = text.find_first_not_of(" \t\r\n");
+  // A UTF-8 byte order mark may precede XML written on other systems.
+  if (first != std::string::npos && text.compare(first, 3, "\xef\xbb\xbf") == 0)
+    first = text.find_first_not_of(" \t\r\n", first + 3);
+  char c = first == std::string::npos ? '\0' : text[first];
+  if (c == '{') return HostFromJson(text, spec);
+  if (c == '<') return LoadHwlocXmlText(text, spec, FileBaseName(spec));
+  throw InputError(spec, "",
+                   first == std::string::npos ? "is empty" : "is neither JSON nor hwloc XML",
+                   "give accel's host JSON (accel topo -o json), an hwloc XML export "
+                   "(lstopo host.xml) or 'live'");
+}
+
+}  // namespace accel::topology

@@ -1,0 +1,23 @@
+// Where a HostTopology comes from: the one entry point every `--topology` option uses.
+//
+// A spec is "live" (this machine, via hwloc + sysfs) or a file, recognized by its content:
+// accel's JSON (accel.host/v1, first non-blank character '{') or an hwloc XML export ('<').
+// Functions are safe from any thread (see hwloc_source.h for the one caveat).
+#pragma once
+
+#include <string>
+
+#include "topology/host.h"
+
+namespace accel::topology {
+
+/// Returns the topology named by `spec`: "live", or the path of a JSON or hwloc XML file.
+/// Throws accel::InputError naming the file when it is missing, unreadable, of an unknown
+/// format, malformed, or describes an inconsistent machine.
+HostTopology LoadTopology(const std::string& spec);
+
+/// Returns the whole content of the file at `path`. Throws accel::InputError naming `path`
+/// (with the OS's reason) when it cannot be opened or read, or is a directory.
+std::string ReadInputFile(const std::string& path);
+
+}  // namespace accel::topology
