@@ -4,12 +4,14 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <random>
 #include <system_error>
+#include <thread>
 
 #include "common/error.h"
 #include "placement/placement_json.h"
@@ -52,7 +54,7 @@ constexpr const char* kHintElsewhere = "or pass --state PATH / set ACCEL_STATE t
                            std::string(kHintElsewhere));
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
-      throw InputError(path, "", "is locked by another process for over 10 s (" + doing + ", code " + std::to_string(rc) + ")",
+      throw InputError(path, "", "is locked by another process for over 10 s",
                        "retry; if it stays locked, look for a hung accel process");
     case SQLITE_FULL:
     case SQLITE_IOERR:
@@ -163,6 +165,22 @@ void MakeParentDirectory(const std::string& path) {
   }
 }
 
+// WAL lets readers (accel claims) run while a claim is being made; the first statement is also
+// where SQLite notices a file that is not a database. Switching a fresh file to WAL needs an
+// exclusive lock and SQLite answers BUSY at once, without its busy handler, while another process
+// is opening the same file: retry here up to the busy timeout.
+void EnableWal(const std::string& path, sqlite3* db) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kBusyTimeoutMs);
+  for (;;) {
+    int rc = sqlite3_exec(db, "PRAGMA journal_mode = WAL", nullptr, nullptr, nullptr);
+    if (rc == SQLITE_OK) return;
+    if ((rc & 0xff) != SQLITE_BUSY || std::chrono::steady_clock::now() > deadline) {
+      Fail(path, db, rc, "switching to WAL mode");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
 // Sets up a fresh database, or checks that an existing one has accel's layout.
 void EnsureSchema(const std::string& path, sqlite3* db) {
   Transaction tx(path, db);
@@ -212,9 +230,7 @@ ClaimStore ClaimStore::Open(const std::string& path) {
   ClaimStore store(path, db);  // owns db from here, so every throw below closes it
   if (rc != SQLITE_OK) Fail(path, db, rc, "opening");
   sqlite3_busy_timeout(db, kBusyTimeoutMs);
-  // WAL lets readers (accel claims) run while a claim is being made; the first statement is
-  // also where SQLite notices a file that is not a database.
-  Exec(path, db, "PRAGMA journal_mode = WAL");
+  EnableWal(path, db);
   EnsureSchema(path, db);
   return store;
 }

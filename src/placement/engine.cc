@@ -245,7 +245,7 @@ NoFit Explain(const Search& s, const std::vector<int>& usable_nodes) {
       if (!s.fits[g][h].ok && seen.insert(s.fits[g][h].reason).second)
         nf.reasons.push_back(s.fits[g][h].reason + (k > 1 ? " (guest cell " + std::to_string(g) + ")" : ""));
   }
-  if (usable_nodes.size() < k)
+  if (!usable_nodes.empty() && usable_nodes.size() < k)
     nf.reasons.push_back("guest has " + std::to_string(k) + " NUMA cells but only " +
                          std::to_string(usable_nodes.size()) + " host nodes can hold one");
   return nf;

@@ -210,8 +210,9 @@ TEST_F(ClaimStoreTest, ConcurrentProcessesNeverDoubleBook) {
       return 0;
     }));
   }
-  for (pid_t pid : children) {
-    int status = Wait(pid);
+  std::vector<int> statuses;
+  for (pid_t pid : children) statuses.push_back(Wait(pid));  // all, before any ASSERT returns
+  for (int status : statuses) {
     ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
   }
   ClaimStore store = ClaimStore::Open(path_);

@@ -7,6 +7,15 @@
 
 #include "topology/host.h"
 
+namespace accel::topology {
+
+/// Tests compare pools as values; the model itself needs no operator==.
+inline bool operator==(const HugepagePool& a, const HugepagePool& b) {
+  return a.size_kib == b.size_kib && a.total == b.total && a.free == b.free;
+}
+
+}  // namespace accel::topology
+
 namespace accel::topology::testing {
 
 inline PciDevice Pci(const std::string& address, const std::string& parent, PciRole role,

@@ -1,0 +1,148 @@
+// place_bench: times accel::placement::Place() on the scenarios of Nova's timing table
+// (shared/reference/nova-numa.md §3.1 and §6), on the hosts nova_fit_demo.py builds.
+//
+// Every benchmark is named BM_Fit/<case>/cells:<host NUMA nodes>; bench/nova_compare.py runs the
+// same <case> through Nova and matches the two by that name, so keep the two case lists in step.
+// Requests go through accel's flavor parser from the same extra specs the demo gives Nova's
+// numa_get_constraints; parsing happens in setup, outside the timed loop (as in the demo).
+// Each benchmark checks once, before timing, that the case fits (or does not) as intended, and
+// reports the outcome as the counter "fits" (1 or 0).
+#include <benchmark/benchmark.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "placement/engine.h"
+#include "placement/flavor.h"
+#include "placement/pci_alias.h"
+#include "place_bench_host.h"
+
+namespace accel::bench {
+namespace {
+
+using placement::PlaceResult;
+using Specs = std::vector<std::pair<std::string, std::string>>;
+
+/// One scenario: a demo host (with optional usage) and a flavor, and whether it must fit.
+struct Case {
+  std::string name;      ///< <case> in BM_Fit/<case>/cells:N; nova_compare.py uses the same key
+  DemoHostShape shape;   ///< the host
+  int vcpus = 4;         ///< flavor vCPUs
+  uint64_t ram_mib = 8192;  ///< flavor RAM
+  Specs extra;           ///< extra specs on top of the demo's base specs (same key replaces)
+  int gpus = 1;          ///< GPUs wanted through alias h100 (0: no pci_passthrough:alias)
+  int nearly_full = 0;   ///< first nodes made nearly full (nova_fit_demo.partially_used)
+  bool fits = true;      ///< the intended outcome
+};
+
+// The demo's build_request(): dedicated CPUs, 1G pages, PCI affinity "required", then `extra`.
+placement::Flavor DemoFlavor(const Case& c) {
+  Specs specs = {{"hw:cpu_policy", "dedicated"},
+                 {"hw:mem_page_size", "1GB"},
+                 {"hw:pci_numa_affinity_policy", "required"}};
+  for (const auto& [key, value] : c.extra) {
+    bool replaced = false;
+    for (auto& s : specs)
+      if (s.first == key) s.second = value, replaced = true;
+    if (!replaced) specs.emplace_back(key, value);
+  }
+  if (c.gpus > 0) specs.emplace_back("pci_passthrough:alias", "h100:" + std::to_string(c.gpus));
+  return {"bench." + c.name, c.vcpus, c.ram_mib, specs};
+}
+
+// The alias the demo's InstancePCIRequest stands for; the flavor's policy overrides its own.
+placement::PciAliasTable H100Alias() {
+  placement::PciAlias a;
+  a.name = "h100";
+  a.specs.push_back({"h100", 0x10de, 0x2330, "type-PCI"});
+  return placement::PciAliasTable({a}, "place_bench");
+}
+
+DemoHostShape Shape(int cells) { return DemoHostShape{cells}; }
+
+DemoHostShape GpusPerCell(int cells, int per_cell) {
+  DemoHostShape s{cells};
+  for (int n = 0; n < cells; ++n) s.gpus[n] = per_cell;
+  return s;
+}
+
+// The scenarios of Nova's timing tables, in their order; 16-node rows are accel's extension.
+std::vector<Case> Cases() {
+  std::vector<Case> v;
+  const Specs numa2 = {{"hw:numa_nodes", "2"}}, numa4 = {{"hw:numa_nodes", "4"}};
+  for (int n : {2, 4, 8, 16}) v.push_back({"gpu_1g_required", Shape(n)});
+  for (int n : {2, 4, 8, 16}) v.push_back({"no_pci", Shape(n), 4, 8192, {}, 0});
+  for (int n : {2, 4, 8}) {
+    DemoHostShape s{n, 8, 1};  // isolate needs a host without SMT under cpu_dedicated_set
+    v.push_back({"isolate_nosmt_gpu", s, 4, 8192, {{"hw:cpu_thread_policy", "isolate"}}});
+  }
+  for (int n : {2, 8}) v.push_back({"require_gpu", Shape(n), 4, 8192, {{"hw:cpu_thread_policy", "require"}}});
+  for (int n : {2, 8}) {
+    DemoHostShape s{n, 8, 2, 4};  // 4 shared cores per node: a shared cell may not overcommit itself
+    v.push_back({"shared_2m", s, 4, 8192,
+                 {{"hw:cpu_policy", "shared"}, {"hw:mem_page_size", "2MB"}, {"hw:pci_numa_affinity_policy", "legacy"}}, 0});
+  }
+  for (int n : {2, 4, 8})
+    v.push_back({"emulator_isolate_gpu", Shape(n), 4, 8192, {{"hw:emulator_threads_policy", "isolate"}}});
+  for (int n : {4, 8}) v.push_back({"numa2_gpu", Shape(n), 8, 16384, numa2});
+  for (int n : {8, 16}) v.push_back({"numa4_gpu", Shape(n), 16, 32768, numa4});
+  for (int n : {8, 16}) v.push_back({"numa4_no_pci", Shape(n), 16, 32768, numa4, 0});
+  v.push_back({"nofit_cpu_numa4", Shape(8), 64, 32768, numa4, 0, 0, false});
+  v.push_back({"nearly_full_gpu", Shape(8), 4, 8192, {}, 1, 6});
+  v.push_back({"nofit_3gpu", GpusPerCell(8, 2), 4, 8192, {}, 3, 0, false});
+  for (int n : {8, 16}) v.push_back({"nofit_5gpu_numa4", GpusPerCell(n, 1), 16, 32768, numa4, 5, 0, false});
+  // Nova's permutation table: each guest cell needs 16 pCPUs, host cells have 14.
+  for (auto [n, k] : {std::pair{8, 4}, {10, 5}, {12, 6}, {12, 8}, {16, 8}}) {
+    const std::string guest = std::to_string(k);
+    v.push_back({"nofit_perm_guest" + guest, Shape(n), 16 * k, 1024ull * k, {{"hw:numa_nodes", guest}}, 0, 0, false});
+  }
+  return v;
+}
+
+void BM_Fit(benchmark::State& state, const Case& c) {
+  const DemoHost d = MakeDemoHost(c.shape);
+  if (std::string bad = topology::CheckInvariants(d.host); !bad.empty()) {
+    state.SkipWithError(("host: " + bad).c_str());
+    return;
+  }
+  const placement::HostUsage usage = NearlyFull(d, c.nearly_full);
+  placement::PlacementRequest request;
+  try {
+    request = placement::BuildRequest(DemoFlavor(c), H100Alias(), "place_bench " + c.name);
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+    return;
+  }
+  const PlaceResult first = placement::Place(d.host, usage, d.policy, request);
+  if (first.fits() != c.fits) {
+    state.SkipWithError(c.fits ? ("expected a fit: " + first.no_fit.reasons.front()).c_str()
+                               : "expected no fit, but it fits");
+    return;
+  }
+  if (first.fits())
+    if (std::string bad = placement::Validate(d.host, usage, d.policy, request, *first.placement); !bad.empty()) {
+      state.SkipWithError(("invalid placement: " + bad).c_str());
+      return;
+    }
+  for (auto _ : state) {
+    PlaceResult r = placement::Place(d.host, usage, d.policy, request);
+    benchmark::DoNotOptimize(r);
+  }
+  state.counters["fits"] = first.fits() ? 1 : 0;
+}
+
+}  // namespace
+}  // namespace accel::bench
+
+int main(int argc, char** argv) {
+  for (const accel::bench::Case& c : accel::bench::Cases()) {
+    const std::string name = "BM_Fit/" + c.name + "/cells:" + std::to_string(c.shape.cells);
+    benchmark::RegisterBenchmark(name.c_str(), accel::bench::BM_Fit, c)->Unit(benchmark::kMicrosecond);
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

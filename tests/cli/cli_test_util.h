@@ -1,0 +1,54 @@
+// Running the accel binary from tests, as a user would: argv in, exit code and output back.
+#pragma once
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace accel::cli::testing {
+
+struct RunResult {
+  int exit_code = -1;   ///< the process's exit status; -1 when it did not exit normally
+  std::string output;   ///< stdout (and stderr when merged)
+};
+
+/// Runs `accel <args>` through the shell; stderr is merged into output when merge_stderr.
+inline RunResult RunAccel(const std::string& args, bool merge_stderr = true) {
+  std::string cmd = std::string(ACCEL_BINARY) + " " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null");
+  RunResult r;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (!pipe) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.output.append(buf.data(), n);
+  int status = pclose(pipe);
+  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+  return r;
+}
+
+/// Runs a shell command line; returns its exit status (-1 when it did not exit normally).
+inline int Shell(const std::string& cmd) {
+  int status = std::system(cmd.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/// A fresh directory under the test temp dir, removed by the caller's fixture if wanted.
+inline std::filesystem::path FreshDir(const std::string& name) {
+  std::filesystem::path p = std::filesystem::temp_directory_path() /
+                            ("accel-cli-" + name + "-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(p);
+  std::filesystem::create_directories(p);
+  return p;
+}
+
+inline void WriteFile(const std::filesystem::path& p, const std::string& text) {
+  std::ofstream(p) << text;
+}
+
+inline std::string Src(const std::string& rel) { return std::string(ACCEL_SOURCE_DIR) + "/" + rel; }
+
+}  // namespace accel::cli::testing
