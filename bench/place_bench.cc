@@ -59,43 +59,70 @@ placement::PciAliasTable H100Alias() {
   return placement::PciAliasTable({a}, "place_bench");
 }
 
-DemoHostShape Shape(int cells) { return DemoHostShape{cells}; }
+DemoHostShape Shape(int cells, int threads = 2, int shared_cores = 1) {
+  DemoHostShape s;
+  s.cells = cells;
+  s.threads = threads;
+  s.shared_cores = shared_cores;
+  return s;
+}
 
 DemoHostShape GpusPerCell(int cells, int per_cell) {
-  DemoHostShape s{cells};
+  DemoHostShape s = Shape(cells);
   for (int n = 0; n < cells; ++n) s.gpus[n] = per_cell;
   return s;
+}
+
+Case Scenario(std::string name, DemoHostShape shape, int vcpus = 4, uint64_t ram_mib = 8192,
+              Specs extra = {}, int gpus = 1) {
+  Case c;
+  c.name = std::move(name);
+  c.shape = std::move(shape);
+  c.vcpus = vcpus;
+  c.ram_mib = ram_mib;
+  c.extra = std::move(extra);
+  c.gpus = gpus;
+  return c;
+}
+
+Case NoFit(Case c) {
+  c.fits = false;
+  return c;
 }
 
 // The scenarios of Nova's timing tables, in their order; 16-node rows are accel's extension.
 std::vector<Case> Cases() {
   std::vector<Case> v;
   const Specs numa2 = {{"hw:numa_nodes", "2"}}, numa4 = {{"hw:numa_nodes", "4"}};
-  for (int n : {2, 4, 8, 16}) v.push_back({"gpu_1g_required", Shape(n)});
-  for (int n : {2, 4, 8, 16}) v.push_back({"no_pci", Shape(n), 4, 8192, {}, 0});
-  for (int n : {2, 4, 8}) {
-    DemoHostShape s{n, 8, 1};  // isolate needs a host without SMT under cpu_dedicated_set
-    v.push_back({"isolate_nosmt_gpu", s, 4, 8192, {{"hw:cpu_thread_policy", "isolate"}}});
-  }
-  for (int n : {2, 8}) v.push_back({"require_gpu", Shape(n), 4, 8192, {{"hw:cpu_thread_policy", "require"}}});
-  for (int n : {2, 8}) {
-    DemoHostShape s{n, 8, 2, 4};  // 4 shared cores per node: a shared cell may not overcommit itself
-    v.push_back({"shared_2m", s, 4, 8192,
-                 {{"hw:cpu_policy", "shared"}, {"hw:mem_page_size", "2MB"}, {"hw:pci_numa_affinity_policy", "legacy"}}, 0});
-  }
+  for (int n : {2, 4, 8, 16}) v.push_back(Scenario("gpu_1g_required", Shape(n)));
+  for (int n : {2, 4, 8, 16}) v.push_back(Scenario("no_pci", Shape(n), 4, 8192, {}, 0));
+  // isolate needs a host without SMT when cpu_dedicated_set is used (Nova bug 1889633 guard)
   for (int n : {2, 4, 8})
-    v.push_back({"emulator_isolate_gpu", Shape(n), 4, 8192, {{"hw:emulator_threads_policy", "isolate"}}});
-  for (int n : {4, 8}) v.push_back({"numa2_gpu", Shape(n), 8, 16384, numa2});
-  for (int n : {8, 16}) v.push_back({"numa4_gpu", Shape(n), 16, 32768, numa4});
-  for (int n : {8, 16}) v.push_back({"numa4_no_pci", Shape(n), 16, 32768, numa4, 0});
-  v.push_back({"nofit_cpu_numa4", Shape(8), 64, 32768, numa4, 0, 0, false});
-  v.push_back({"nearly_full_gpu", Shape(8), 4, 8192, {}, 1, 6});
-  v.push_back({"nofit_3gpu", GpusPerCell(8, 2), 4, 8192, {}, 3, 0, false});
-  for (int n : {8, 16}) v.push_back({"nofit_5gpu_numa4", GpusPerCell(n, 1), 16, 32768, numa4, 5, 0, false});
+    v.push_back(Scenario("isolate_nosmt_gpu", Shape(n, 1), 4, 8192, {{"hw:cpu_thread_policy", "isolate"}}));
+  for (int n : {2, 8})
+    v.push_back(Scenario("require_gpu", Shape(n), 4, 8192, {{"hw:cpu_thread_policy", "require"}}));
+  // 4 shared cores per node: a shared guest cell may not overcommit its own node's shared CPUs
+  for (int n : {2, 8})
+    v.push_back(Scenario("shared_2m", Shape(n, 2, 4), 4, 8192,
+                         {{"hw:cpu_policy", "shared"}, {"hw:mem_page_size", "2MB"},
+                          {"hw:pci_numa_affinity_policy", "legacy"}}, 0));
+  for (int n : {2, 4, 8})
+    v.push_back(Scenario("emulator_isolate_gpu", Shape(n), 4, 8192, {{"hw:emulator_threads_policy", "isolate"}}));
+  for (int n : {4, 8}) v.push_back(Scenario("numa2_gpu", Shape(n), 8, 16384, numa2));
+  for (int n : {8, 16}) v.push_back(Scenario("numa4_gpu", Shape(n), 16, 32768, numa4));
+  for (int n : {8, 16}) v.push_back(Scenario("numa4_no_pci", Shape(n), 16, 32768, numa4, 0));
+  v.push_back(NoFit(Scenario("nofit_cpu_numa4", Shape(8), 64, 32768, numa4, 0)));
+  Case nearly_full = Scenario("nearly_full_gpu", Shape(8));
+  nearly_full.nearly_full = 6;
+  v.push_back(nearly_full);
+  v.push_back(NoFit(Scenario("nofit_3gpu", GpusPerCell(8, 2), 4, 8192, {}, 3)));
+  for (int n : {8, 16})
+    v.push_back(NoFit(Scenario("nofit_5gpu_numa4", GpusPerCell(n, 1), 16, 32768, numa4, 5)));
   // Nova's permutation table: each guest cell needs 16 pCPUs, host cells have 14.
   for (auto [n, k] : {std::pair{8, 4}, {10, 5}, {12, 6}, {12, 8}, {16, 8}}) {
     const std::string guest = std::to_string(k);
-    v.push_back({"nofit_perm_guest" + guest, Shape(n), 16 * k, 1024ull * k, {{"hw:numa_nodes", guest}}, 0, 0, false});
+    v.push_back(NoFit(Scenario("nofit_perm_guest" + guest, Shape(n), 16 * k, 1024ull * k,
+                               {{"hw:numa_nodes", guest}}, 0)));
   }
   return v;
 }

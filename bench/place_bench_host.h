@@ -37,8 +37,8 @@ struct DemoHost {
 
 inline topology::PciDevice DemoGpu(int index, int node) {
   topology::PciDevice d;
-  char addr[16];
-  std::snprintf(addr, sizeof addr, "0000:%02x:00.0", 0x10 + index);
+  char addr[24];
+  std::snprintf(addr, sizeof addr, "0000:%02x:00.0", (0x10 + index) & 0xff);
   d.address = addr;
   d.parent = "pci0000:00";
   d.role = topology::PciRole::kGpu;

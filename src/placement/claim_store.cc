@@ -37,13 +37,12 @@ constexpr const char* kHintElsewhere = "or pass --state PATH / set ACCEL_STATE t
 // Throws the InputError a person can act on for SQLite result code `rc`.
 [[noreturn]] void Fail(const std::string& path, sqlite3* db, int rc, const std::string& doing) {
   std::string detail = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
-  if (db) rc = sqlite3_extended_errcode(db);
   std::string problem = doing + " failed: " + detail;
   switch (rc & 0xff) {
     case SQLITE_NOTADB:
     case SQLITE_CORRUPT:
       throw InputError(path, "", "is not a readable accel claim database (" + detail + ")",
-                       "move the file aside to start with no claims (the claims in it are lost), " +
+                       "move the file aside to start with no claims, losing those in it, " +
                            std::string(kHintElsewhere));
     case SQLITE_CANTOPEN:
     case SQLITE_PERM:

@@ -15,6 +15,9 @@ namespace {
 
 using topology::HostTopology;
 
+// Far above what QEMU runs (q35 tops out in the low thousands); keeps CPU sets bounded.
+constexpr int kMaxVcpus = 16384;
+
 [[noreturn]] void Fail(const std::string& where, const std::string& field,
                        const std::string& problem, const std::string& hint = "") {
   throw InputError(where, field, problem, hint);
@@ -48,13 +51,19 @@ uint64_t SmallestPageKib(const HostTopology& host) {
   return smallest == 0 ? 4 : smallest;
 }
 
-CellView ViewCell(const HostTopology& host, const CellPlacement& cell, size_t i) {
+CellView ViewCell(const HostTopology& host, int vcpus, const CellPlacement& cell, size_t i) {
   if (cell.host_node < 0 || (!host.numa_nodes.empty() && host.NodeIndex(cell.host_node) < 0))
     Fail("placement", CellField(i, "host_node"),
          "host " + host.hostname + " has no NUMA node " + std::to_string(cell.host_node),
          "place the request again on this host");
   CellView view{&cell, {}, {}};
-  for (const auto& [vcpu, pcpu] : cell.pinning) view.dedicated.Add(vcpu);
+  for (const auto& [vcpu, pcpu] : cell.pinning) {
+    if (vcpu < 0 || vcpu >= vcpus || pcpu < 0)
+      Fail("placement", CellField(i, "pinning"),
+           "vCPU " + std::to_string(vcpu) + " -> host CPU " + std::to_string(pcpu) +
+               " is out of range (the flavor has " + std::to_string(vcpus) + " vCPUs)");
+    view.dedicated.Add(vcpu);
+  }
   if (view.dedicated.Intersects(cell.shared_vcpus))
     Fail("placement", CellField(i, "shared_vcpus"),
          "vCPUs " + view.dedicated.Intersect(cell.shared_vcpus).ToString() +
@@ -70,7 +79,7 @@ CellView ViewCell(const HostTopology& host, const CellPlacement& cell, size_t i)
 }
 
 // Cells sorted by guest id, which must be 0..k-1 (Nova renumbers guest cells the same way).
-std::vector<CellView> ViewCells(const HostTopology& host, const Placement& placement) {
+std::vector<CellView> ViewCells(const HostTopology& host, int vcpus, const Placement& placement) {
   std::vector<CellView> cells(placement.cells.size());
   std::vector<bool> seen(placement.cells.size(), false);
   for (size_t i = 0; i < placement.cells.size(); ++i) {
@@ -80,7 +89,7 @@ std::vector<CellView> ViewCells(const HostTopology& host, const Placement& place
            "guest cell ids must be 0.." + std::to_string(cells.size() - 1) + ", each once; got " +
                std::to_string(id));
     seen[id] = true;
-    cells[id] = ViewCell(host, placement.cells[i], i);
+    cells[id] = ViewCell(host, vcpus, placement.cells[i], i);
   }
   return cells;
 }
@@ -104,7 +113,9 @@ void CheckVcpusCovered(const PlacementRequest& request, const std::vector<CellVi
 
 GuestView ViewGuest(const HostTopology& host, const PlacementRequest& request,
                     const Placement& placement) {
-  if (request.vcpus < 1) Fail("request", "vcpus", "must be at least 1");
+  if (request.vcpus < 1 || request.vcpus > kMaxVcpus)
+    Fail("request", "vcpus", std::to_string(request.vcpus) + " is not in 1.." +
+                                 std::to_string(kMaxVcpus));
   if (request.memory_mib == 0) Fail("request", "memory_mib", "must be more than 0");
   if (placement.cells.empty() && !request.cells.empty())
     Fail("placement", "cells", "is empty, but the flavor has a NUMA topology",
@@ -120,7 +131,7 @@ GuestView ViewGuest(const HostTopology& host, const PlacementRequest& request,
 
   GuestView view;
   view.smallest_page_kib = SmallestPageKib(host);
-  view.cells = ViewCells(host, placement);
+  view.cells = ViewCells(host, request.vcpus, placement);
   uint64_t memory_mib = request.memory_mib;
   if (!view.cells.empty()) {
     CheckVcpusCovered(request, view.cells);

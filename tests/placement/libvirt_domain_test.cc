@@ -602,6 +602,16 @@ TEST(LibvirtDomain, RejectsPlacementsThatDoNotMatchTheRequest) {
   }
   {
     Scenario s = NovaDemoDedicated();
+    s.placement.cells[0].pinning[-1] = 11;  // a vCPU the guest cannot have
+    EXPECT_THROW(render(s), InputError);
+  }
+  {
+    Scenario s = NovaDemoDedicated();
+    s.request.vcpus = 1 << 30;
+    EXPECT_THROW(render(s), InputError);
+  }
+  {
+    Scenario s = NovaDemoDedicated();
     s.placement.cells[0].memory_mib = 4096;  // cells != flavor memory
     EXPECT_THROW(render(s), InputError);
   }

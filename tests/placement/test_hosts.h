@@ -200,3 +200,55 @@ inline RandomCase MakeRandomCase(std::mt19937& rng, int max_nodes, int max_cores
 }
 
 }  // namespace accel::placement::testing
+
+namespace accel::placement::testing {
+
+/// A random, realistic-sized request for hosts like the fixtures: 1–4 cells of up to 16 vCPUs,
+/// every policy combination, page sizes, and sometimes GPUs of any vendor in the fixtures.
+inline PlacementRequest RandomRequest(std::mt19937& rng) {
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  PlacementRequest r;
+  r.flavor = "random";
+  const int kind = pick(0, 5);
+  r.cpu_policy = kind == 0 ? CpuPolicy::kShared : kind <= 3 ? CpuPolicy::kDedicated : CpuPolicy::kMixed;
+  if (r.cpu_policy != CpuPolicy::kShared) {
+    r.thread_policy = static_cast<ThreadPolicy>(pick(0, 2));
+    r.emulator_policy = pick(0, 2) == 0 ? EmulatorPolicy::kIsolate : EmulatorPolicy::kShare;
+  }
+  const int page = pick(0, 4);
+  r.page_size.kind = page == 0 ? PageSizeRequest::kNone
+                     : page == 1 ? PageSizeRequest::kLarge
+                     : page == 2 ? PageSizeRequest::kAny
+                                 : PageSizeRequest::kExplicit;
+  if (r.page_size.kind == PageSizeRequest::kExplicit) r.page_size.size_kib = pick(0, 1) ? 2048 : 1048576;
+  const int cells = kind == 0 && pick(0, 1) ? 0 : pick(1, 4);
+  int vcpu = 0;
+  for (int c = 0; c < cells; ++c) {
+    GuestCell cell;
+    int n = pick(1, 16);
+    for (int i = 0; i < n; ++i, ++vcpu) {
+      bool shared = r.cpu_policy == CpuPolicy::kShared || (r.cpu_policy == CpuPolicy::kMixed && i < 2 && n > 2);
+      (shared ? cell.shared_vcpus : cell.dedicated_vcpus).Add(vcpu);
+    }
+    cell.memory_mib = 1024 * pick(1, 64);
+    r.memory_mib += cell.memory_mib;
+    r.cells.push_back(cell);
+  }
+  if (cells == 0) {
+    r.page_size.kind = PageSizeRequest::kNone;
+    vcpu = pick(1, 16);
+    r.memory_mib = 1024 * pick(1, 64);
+  }
+  r.vcpus = vcpu;
+  if (pick(0, 2) == 0) {
+    const uint16_t vendors[][2] = {{0x10de, 0x2330}, {0x1002, 0x74a1}, {0x1da3, 0x1020}, {0x10de, 0x2684}};
+    const auto& v = vendors[pick(0, 3)];
+    PciRequest q = GpuRequest(pick(1, 4), static_cast<PciNumaPolicy>(pick(0, 3)), "accel");
+    q.specs[0].vendor_id = v[0];
+    q.specs[0].product_id = v[1];
+    r.pci.push_back(q);
+  }
+  return r;
+}
+
+}  // namespace accel::placement::testing

@@ -25,7 +25,7 @@ TEST(TopoText, SummarizesNodesDevicesAndDistances) {
   EXPECT_THAT(text, HasSubstr("rdma mlx5_0; net ibp25s0; PF with 1 of 16 VFs enabled"));
   EXPECT_THAT(text, Not(HasSubstr("0000:19:00.1")));  // the VF folds into its PF
   EXPECT_THAT(text, HasSubstr("NUMA distances"));
-  EXPECT_THAT(text, HasSubstr("\n     0  10  21\n"));
+  EXPECT_THAT(text, HasSubstr("\n  node  0  1\n     0 10 21\n     1 21 10\n"));
   EXPECT_THAT(text, HasSubstr("PCI devices not local to a single NUMA node\n"
                               "    other PCI functions: 1 storage\n"));
 }

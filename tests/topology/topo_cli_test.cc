@@ -20,7 +20,7 @@ struct Result {
   std::string out;  // stdout, then stderr after a "--stderr--" marker
 };
 
-Result Run(const std::string& args) {
+Result RunAccel(const std::string& args) {
   std::string err_file = std::filesystem::temp_directory_path() /
                          ("accel-topo-cli-" + std::to_string(::getpid()) + ".err");
   std::string cmd = std::string(ACCEL_BINARY) + " " + args + " 2>" + err_file;
@@ -48,7 +48,7 @@ std::string Fixture(const std::string& name) {
 TEST(TopoCli, XmlToJsonAndBackThroughTheCli) {
   std::string xml = Fixture("nvidiaDGX2.xml");
   if (!std::filesystem::exists(xml)) GTEST_SKIP() << "no " << xml;
-  Result json = Run("topo --topology " + xml + " -o json");
+  Result json = RunAccel("topo --topology " + xml + " -o json");
   ASSERT_EQ(json.exit_code, 0) << json.out;
   EXPECT_EQ(json.out.substr(json.out.find("--stderr--")), "--stderr--");  // clean stderr
   std::string text = Stdout(json);
@@ -58,7 +58,7 @@ TEST(TopoCli, XmlToJsonAndBackThroughTheCli) {
   std::string saved = std::filesystem::temp_directory_path() /
                       ("accel-topo-cli-" + std::to_string(::getpid()) + ".json");
   std::ofstream(saved) << text;
-  Result again = Run("topo -t " + saved + " -o json");
+  Result again = RunAccel("topo -t " + saved + " -o json");
   std::filesystem::remove(saved);
   EXPECT_EQ(again.exit_code, 0);
   EXPECT_EQ(Stdout(again), text);
@@ -67,20 +67,20 @@ TEST(TopoCli, XmlToJsonAndBackThroughTheCli) {
 TEST(TopoCli, TextIsTheDefault) {
   std::string xml = Fixture("24em64t-2n6c2t-pci.xml");
   if (!std::filesystem::exists(xml)) GTEST_SKIP() << "no " << xml;
-  Result r = Run("topo --topology " + xml);
+  Result r = RunAccel("topo --topology " + xml);
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_THAT(r.out, HasSubstr("Host mirage004"));
   EXPECT_THAT(r.out, HasSubstr("rdma mlx4_0"));
 }
 
 TEST(TopoCli, LiveHostByDefault) {
-  Result r = Run("topo -o json");
+  Result r = RunAccel("topo -o json");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_EQ(HostFromJson(Stdout(r), "live").source, "live");
 }
 
 TEST(TopoCli, BadInputExitsTwoWithOneLine) {
-  Result missing = Run("topo --topology /nonexistent/host.json");
+  Result missing = RunAccel("topo --topology /nonexistent/host.json");
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_THAT(missing.out,
               HasSubstr("--stderr--accel topo: /nonexistent/host.json: cannot open: "));
@@ -88,17 +88,17 @@ TEST(TopoCli, BadInputExitsTwoWithOneLine) {
   std::string bad = std::filesystem::temp_directory_path() /
                     ("accel-topo-cli-bad-" + std::to_string(::getpid()) + ".json");
   std::ofstream(bad) << "{\"schema\": \"accel.host/v1\", ";
-  Result malformed = Run("topo --topology " + bad);
+  Result malformed = RunAccel("topo --topology " + bad);
   std::filesystem::remove(bad);
   EXPECT_EQ(malformed.exit_code, 2);
   EXPECT_THAT(malformed.out, HasSubstr("is not valid JSON"));
   EXPECT_EQ(Stdout(malformed), "");
 
-  EXPECT_EQ(Run("topo -o yaml").exit_code, 2);
+  EXPECT_EQ(RunAccel("topo -o yaml").exit_code, 2);
 }
 
 TEST(TopoCli, HelpHasExamples) {
-  Result r = Run("topo --help");
+  Result r = RunAccel("topo --help");
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_THAT(r.out, HasSubstr("Examples:"));
   EXPECT_THAT(r.out, HasSubstr("--topology"));

@@ -1,0 +1,71 @@
+#include "common/yaml_out.h"
+
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+namespace accel {
+namespace {
+
+using nlohmann::ordered_json;
+
+TEST(YamlOut, BlockStyleInKeyOrder) {
+  ordered_json j = ordered_json::parse(
+      R"({"z": 1, "a": [{"k": "v", "num": 2.5}, "x"], "empty_list": [], "empty_map": {},
+          "t": true, "nothing": null})");
+  EXPECT_EQ(ToYaml(j),
+            "z: 1\n"
+            "a:\n"
+            "  - k: v\n"
+            "    num: 2.5\n"
+            "  - x\n"
+            "empty_list: []\n"
+            "empty_map: {}\n"
+            "t: true\n"
+            "nothing: ~\n");
+}
+
+TEST(YamlOut, NumbersKeepTheirShortestForm) {
+  EXPECT_EQ(ToYaml(ordered_json::parse(R"({"gbps": 63.015, "big": 18446744073709551615,
+                                           "neg": -3})")),
+            "gbps: 63.015\nbig: 18446744073709551615\nneg: -3\n");
+}
+
+// Strings a YAML reader would resolve to something else are quoted ("!" tag in yaml-cpp);
+// ordinary words stay plain ("?" tag).
+TEST(YamlOut, QuotesStringsThatWouldNotStayStrings) {
+  const std::vector<std::string> quoted = {"123", "-1", "1.5", ".inf", "true", "False", "yes",
+                                           "off", "null", "~", "", "0000:18:00.0", "0-3,8",
+                                           "10de", "y", "N"};
+  const std::vector<std::string> plain = {"h100", "hgx-h100", "c-0123456789ab", "gpu-1g",
+                                          "hello world", "accel.placement/v1"};
+  ordered_json list = ordered_json::array();
+  for (const auto& s : quoted) list.push_back(s);
+  for (const auto& s : plain) list.push_back(s);
+  YAML::Node back = YAML::Load(ToYaml(list));
+  ASSERT_EQ(back.size(), quoted.size() + plain.size());
+  for (size_t i = 0; i < back.size(); ++i) {
+    std::string s = back[i].as<std::string>();
+    EXPECT_EQ(s, list[i].get<std::string>());
+    bool want_quotes = i < quoted.size();
+    EXPECT_EQ(back[i].Tag() == "!", want_quotes) << "'" << s << "'";
+    EXPECT_EQ(YamlNeedsQuotes(s), want_quotes) << "'" << s << "'";
+  }
+}
+
+TEST(YamlOut, SpecialCharactersSurviveARoundTrip) {
+  ordered_json j = {{"note", "a: b # c"}, {"multi", "line1\nline2"}, {"0", "key is a number"},
+                    {"uni", "ünïcode"}};
+  YAML::Node back = YAML::Load(ToYaml(j));
+  EXPECT_EQ(back["note"].as<std::string>(), "a: b # c");
+  EXPECT_EQ(back["multi"].as<std::string>(), "line1\nline2");
+  EXPECT_EQ(back["0"].as<std::string>(), "key is a number");
+  EXPECT_EQ(back["uni"].as<std::string>(), "ünïcode");
+}
+
+TEST(YamlOut, ScalarDocumentsEndWithNewline) {
+  EXPECT_EQ(ToYaml(ordered_json("x")), "x\n");
+  EXPECT_EQ(ToYaml(ordered_json::array()), "[]\n");
+}
+
+}  // namespace
+}  // namespace accel
