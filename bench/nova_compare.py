@@ -121,13 +121,16 @@ def time_nova(demo, row, iterations, budget_s, skip_slow):
                                                  ram_allocation_ratio=1.0)
     # The fitter mutates the instance cells it is given: one clone per call,
     # made outside the timed region (as nova_fit_demo.time_fit does).
-    t0 = time.perf_counter()
+    # A first call warms Nova up; when it takes seconds it is kept as a sample.
+    w0, c0 = time.perf_counter(), time.thread_time()
     result = demo.fit(host, topo.obj_clone(), reqs, pci, limits)
-    first = time.perf_counter() - t0
-    n = max(1, min(cap, int(budget_s / max(first, 1e-9))))
-    copies = [topo.obj_clone() for _ in range(n)]
+    wall, cpu = [time.perf_counter() - w0], [time.thread_time() - c0]
+    slow = wall[0] > 1.0
+    n = max(min(cap, 3), min(cap, int(budget_s / wall[0])))
+    if not slow:
+        wall, cpu = [], []
+    copies = [topo.obj_clone() for _ in range(n - len(wall))]
     gc.collect()
-    wall, cpu = [], []
     for inst in copies:
         w0, c0 = time.perf_counter(), time.thread_time()
         result = demo.fit(host, inst, reqs, pci, limits)
@@ -139,7 +142,7 @@ def time_nova(demo, row, iterations, budget_s, skip_slow):
         check = demo._check(host, topo, result)   # nova-numa.md §3.3
     return {'median_us': statistics.median(wall) * 1e6,
             'cpu_median_us': statistics.median(cpu) * 1e6,
-            'iterations': n, 'fits': result is not None,
+            'iterations': len(wall), 'fits': result is not None,
             'host_cells': [c.id for c in result.cells] if result else None,
             'inconsistent': check}
 
@@ -147,6 +150,13 @@ def time_nova(demo, row, iterations, budget_s, skip_slow):
 # --------------------------------------------------------------------------
 # accel side
 # --------------------------------------------------------------------------
+def nodes_of(label):
+    """'nodes:3,0' -> [3, 0]; '' -> None."""
+    if not label.startswith('nodes:'):
+        return None
+    return [int(x) for x in label[len('nodes:'):].split(',')]
+
+
 def run_accel(binary, repetitions, min_time):
     cmd = [binary, '--benchmark_format=json',
            '--benchmark_repetitions=%d' % repetitions,
@@ -167,7 +177,8 @@ def run_accel(binary, repetitions, min_time):
         res[name] = {'median_us': b['real_time'] * k,
                      'cpu_median_us': b['cpu_time'] * k,
                      'iterations': b.get('iterations'),
-                     'fits': bool(b.get('fits', 0))}
+                     'fits': bool(b.get('fits', 0)),
+                     'host_cells': nodes_of(b.get('label', ''))}
     return doc.get('context', {}), res
 
 
@@ -175,11 +186,14 @@ def run_accel(binary, repetitions, min_time):
 # report
 # --------------------------------------------------------------------------
 def fmt_us(v):
+    """A time given in µs, in the unit that reads best."""
     if v is None:
         return '-'
-    if v >= 1e5:
-        return '{:,.0f} ms'.format(v / 1e3)
-    return '{:,.1f}'.format(v) if v < 100 else '{:,.0f}'.format(v)
+    if v >= 1e6:
+        return '%.2f s' % (v / 1e6)
+    if v >= 1e4:
+        return '%.1f ms' % (v / 1e3)
+    return '{:.1f} µs'.format(v) if v < 100 else '{:,.0f} µs'.format(v)
 
 
 def fit_word(b):
@@ -220,16 +234,16 @@ def main():
         t0 = time.perf_counter()
         nova[bench_name(row)] = r = time_nova(demo, row, args.iterations,
                                               args.budget, args.skip_slow)
-        print(' skipped' if r is None else ' %10s us  x%-5d (%.1f s)' % (
+        print(' skipped' if r is None else ' %10s  x%-5d (%.1f s)' % (
             fmt_us(r['median_us']), r['iterations'],
             time.perf_counter() - t0))
     print('  running %s ...' % args.place_bench, flush=True)
     context, accel = run_accel(args.place_bench, args.repetitions,
                                args.min_time)
 
-    out, ratios, cpu_ratios, problems = [], [], [], []
-    hdr = '%-36s %12s %12s %9s %9s  %s' % (
-        'case', 'Nova µs', 'accel µs', 'ratio', 'ratio cpu', 'fit')
+    out, ratios, cpu_ratios, fit_ratios, problems = [], [], [], [], []
+    hdr = '%-40s %10s %9s %8s %8s %9s  %s' % (
+        'case', 'Nova', 'accel', 'ratio', 'cpu', 'nodes', 'fit')
     print('\n' + hdr + '\n' + '-' * len(hdr))
     for row in rows:
         name = bench_name(row)
@@ -239,7 +253,7 @@ def main():
         if a is None or 'error' in a:
             why = 'missing' if a is None else a['error']
             problems.append('%s: accel benchmark %s' % (name, why))
-            print('%-36s accel benchmark %s' % (name, why))
+            print('%-40s accel benchmark %s' % (name, why))
             out.append(rec)
             continue
         ratio = cpu_ratio = None
@@ -258,22 +272,37 @@ def main():
             cpu_ratio = n['cpu_median_us'] / a['cpu_median_us']
             ratios.append(ratio)
             cpu_ratios.append(cpu_ratio)
+            if n['fits'] and a['fits']:
+                fit_ratios.append(ratio)
         rec.update(ratio=ratio, cpu_ratio=cpu_ratio, agreement=agree)
         out.append(rec)
-        print('%-36s %12s %12s %9s %9s  %s' % (
+        # host node per guest cell; Nova's spread/first-fit and accel's
+        # min-cost choice may differ legitimately, so this is information only
+        nodes = '-'
+        if a['host_cells'] is not None or (n and n['host_cells']):
+            an = ','.join(map(str, a['host_cells'] or [])) or '-'
+            nn = ','.join(map(str, n['host_cells'] or [])) if n else '?'
+            nodes = an if an == nn else '%s/%s' % (nn, an)
+        rec['nodes'] = nodes
+        print('%-40s %10s %9s %8s %8s %9s  %s' % (
             name, fmt_us(n and n['median_us']), fmt_us(a['median_us']),
             '%.0fx' % ratio if ratio else '-',
-            '%.0fx' % cpu_ratio if cpu_ratio else '-', agree))
+            '%.0fx' % cpu_ratio if cpu_ratio else '-', nodes, agree))
 
     def geomean(xs):
         return math.exp(statistics.fmean(math.log(x) for x in xs)) if xs else None
 
-    gm, gm_cpu = geomean(ratios), geomean(cpu_ratios)
+    gm, gm_cpu, gm_fit = geomean(ratios), geomean(cpu_ratios), \
+        geomean(fit_ratios)
     print('-' * len(hdr))
+    print('ratio = Nova median / accel median (wall clock); cpu = the same '
+          'for CPU time; nodes = host node per guest cell (Nova/accel when '
+          'they differ)')
     if gm:
-        print('geometric mean ratio Nova/accel over %d cases: %.0fx wall, '
-              '%.0fx cpu; smallest %.0fx' % (len(ratios), gm, gm_cpu,
-                                              min(ratios)))
+        print('geometric mean ratio over %d cases: %.0fx wall, %.0fx cpu; '
+              'over the %d fitting cases: %.0fx; smallest %.1fx' % (
+                  len(ratios), gm, gm_cpu, len(fit_ratios), gm_fit,
+                  min(ratios)))
     for p in problems:
         print('!!! ' + p)
     if args.json:
@@ -283,6 +312,7 @@ def main():
                        'place_bench': args.place_bench,
                        'accel_context': context,
                        'geomean_ratio': gm, 'geomean_cpu_ratio': gm_cpu,
+                       'geomean_fit_ratio': gm_fit,
                        'problems': problems, 'rows': out}, fh, indent=1)
     return 1 if problems else 0
 

@@ -6,9 +6,11 @@
 // Requests go through accel's flavor parser from the same extra specs the demo gives Nova's
 // numa_get_constraints; parsing happens in setup, outside the timed loop (as in the demo).
 // Each benchmark checks once, before timing, that the case fits (or does not) as intended, and
-// reports the outcome as the counter "fits" (1 or 0).
+// reports the outcome as the counter "fits" (1 or 0) and the label "nodes:<host node per cell>".
 #include <benchmark/benchmark.h>
 
+#include <cstdint>
+#include <exception>
 #include <string>
 #include <utility>
 #include <vector>
@@ -44,7 +46,10 @@ placement::Flavor DemoFlavor(const Case& c) {
   for (const auto& [key, value] : c.extra) {
     bool replaced = false;
     for (auto& s : specs)
-      if (s.first == key) s.second = value, replaced = true;
+      if (s.first == key) {
+        s.second = value;
+        replaced = true;
+      }
     if (!replaced) specs.emplace_back(key, value);
   }
   if (c.gpus > 0) specs.emplace_back("pci_passthrough:alias", "h100:" + std::to_string(c.gpus));
@@ -127,6 +132,17 @@ std::vector<Case> Cases() {
   return v;
 }
 
+// "nodes:7" or "nodes:0,3" (host node of each guest cell); "" for no fit or a floating guest.
+std::string NodesLabel(const PlaceResult& r) {
+  if (!r.fits() || r.placement->cells.empty()) return "";
+  std::string s;
+  for (const placement::CellPlacement& c : r.placement->cells) {
+    s += s.empty() ? "nodes:" : ",";
+    s += std::to_string(c.host_node);
+  }
+  return s;
+}
+
 void BM_Fit(benchmark::State& state, const Case& c) {
   const DemoHost d = MakeDemoHost(c.shape);
   if (std::string bad = topology::CheckInvariants(d.host); !bad.empty()) {
@@ -157,6 +173,7 @@ void BM_Fit(benchmark::State& state, const Case& c) {
     benchmark::DoNotOptimize(r);
   }
   state.counters["fits"] = first.fits() ? 1 : 0;
+  state.SetLabel(NodesLabel(first));
 }
 
 }  // namespace

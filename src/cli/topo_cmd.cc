@@ -48,7 +48,8 @@ void RegisterTopo(CLI::App& app, int* exit_code) {
                   "'live' (this machine), an hwloc XML file or accel host JSON "
                   "(accel.host/v1, docs/schemas.md)")
       ->capture_default_str();
-  cmd->add_option("-o,--output", opts->output, "output format: text (summary) or json (accel.host/v1)")
+  cmd->add_option("-o,--output", opts->output,
+                  "output format: text (summary) or json (accel.host/v1)")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
   cmd->callback([opts, exit_code] { *exit_code = RunTopo(*opts); });

@@ -61,72 +61,109 @@ bool CpuSet::Parse(std::string_view text, CpuSet* out, std::string* error) {
   return true;
 }
 
+void CpuSet::Resize(uint32_t words) {
+  if (words <= kInlineWords && big_.empty()) {
+    for (uint32_t i = words; i < n_; ++i) small_[i] = 0;
+  } else if (big_.empty()) {  // inline -> heap
+    big_.assign(small_, small_ + n_);
+    big_.resize(words, 0);
+    for (uint64_t& w : small_) w = 0;
+  } else {
+    big_.resize(std::max<size_t>(words, 1), 0);
+  }
+  n_ = words;
+}
+
+void CpuSet::Trim() {
+  const uint64_t* d = data();
+  uint32_t n = n_;
+  while (n > 0 && d[n - 1] == 0) --n;
+  n_ = n;
+}
+
 void CpuSet::Add(int cpu) {
-  size_t w = static_cast<size_t>(cpu) / 64;
-  if (words_.size() <= w) words_.resize(w + 1, 0);
-  words_[w] |= uint64_t{1} << (cpu % 64);
+  uint32_t w = static_cast<uint32_t>(cpu) / 64;
+  if (w >= n_) Resize(w + 1);
+  data()[w] |= uint64_t{1} << (cpu % 64);
 }
 
 void CpuSet::Remove(int cpu) {
-  size_t w = static_cast<size_t>(cpu) / 64;
-  if (w >= words_.size()) return;
-  words_[w] &= ~(uint64_t{1} << (cpu % 64));
+  uint32_t w = static_cast<uint32_t>(cpu) / 64;
+  if (w >= n_) return;
+  data()[w] &= ~(uint64_t{1} << (cpu % 64));
   Trim();
 }
 
 bool CpuSet::Contains(int cpu) const {
   if (cpu < 0) return false;
-  size_t w = static_cast<size_t>(cpu) / 64;
-  return w < words_.size() && (words_[w] >> (cpu % 64)) & 1;
+  uint32_t w = static_cast<uint32_t>(cpu) / 64;
+  return w < n_ && (data()[w] >> (cpu % 64)) & 1;
 }
 
 int CpuSet::Count() const {
   int n = 0;
-  for (uint64_t w : words_) n += std::popcount(w);
+  const uint64_t* d = data();
+  for (uint32_t i = 0; i < n_; ++i) n += std::popcount(d[i]);
   return n;
 }
 
 int CpuSet::First() const {
-  for (size_t w = 0; w < words_.size(); ++w)
-    if (words_[w]) return static_cast<int>(w * 64 + std::countr_zero(words_[w]));
+  const uint64_t* d = data();
+  for (uint32_t w = 0; w < n_; ++w)
+    if (d[w]) return static_cast<int>(w * 64 + std::countr_zero(d[w]));
   return -1;
 }
 
 CpuSet CpuSet::Union(const CpuSet& other) const {
-  CpuSet r = words_.size() >= other.words_.size() ? *this : other;
-  const CpuSet& s = words_.size() >= other.words_.size() ? other : *this;
-  for (size_t i = 0; i < s.words_.size(); ++i) r.words_[i] |= s.words_[i];
+  const CpuSet& big = n_ >= other.n_ ? *this : other;
+  const CpuSet& small = n_ >= other.n_ ? other : *this;
+  CpuSet r = big;
+  uint64_t* d = r.data();
+  const uint64_t* s = small.data();
+  for (uint32_t i = 0; i < small.n_; ++i) d[i] |= s[i];
   return r;
 }
 
 CpuSet CpuSet::Intersect(const CpuSet& other) const {
   CpuSet r;
-  r.words_.resize(std::min(words_.size(), other.words_.size()));
-  for (size_t i = 0; i < r.words_.size(); ++i) r.words_[i] = words_[i] & other.words_[i];
+  const uint32_t n = std::min(n_, other.n_);
+  if (n <= kInlineWords) r.n_ = n;  // fresh set: small_ is already zero
+  else r.Resize(n);
+  uint64_t* d = r.data();
+  const uint64_t *a = data(), *b = other.data();
+  for (uint32_t i = 0; i < r.n_; ++i) d[i] = a[i] & b[i];
   r.Trim();
   return r;
 }
 
 CpuSet CpuSet::Minus(const CpuSet& other) const {
   CpuSet r = *this;
-  for (size_t i = 0; i < std::min(r.words_.size(), other.words_.size()); ++i)
-    r.words_[i] &= ~other.words_[i];
+  uint64_t* d = r.data();
+  const uint64_t* b = other.data();
+  for (uint32_t i = 0; i < std::min(r.n_, other.n_); ++i) d[i] &= ~b[i];
   r.Trim();
   return r;
 }
 
 bool CpuSet::Intersects(const CpuSet& other) const {
-  for (size_t i = 0; i < std::min(words_.size(), other.words_.size()); ++i)
-    if (words_[i] & other.words_[i]) return true;
+  const uint64_t *a = data(), *b = other.data();
+  for (uint32_t i = 0; i < std::min(n_, other.n_); ++i)
+    if (a[i] & b[i]) return true;
   return false;
 }
 
-bool CpuSet::IsSubsetOf(const CpuSet& other) const { return Minus(other).Empty(); }
+bool CpuSet::IsSubsetOf(const CpuSet& other) const {
+  const uint64_t *a = data(), *b = other.data();
+  for (uint32_t i = 0; i < n_; ++i)
+    if (a[i] & ~(i < other.n_ ? b[i] : 0)) return false;
+  return true;
+}
 
 std::vector<int> CpuSet::ToVector() const {
   std::vector<int> out;
-  for (size_t w = 0; w < words_.size(); ++w) {
-    uint64_t bits = words_[w];
+  const uint64_t* d = data();
+  for (uint32_t w = 0; w < n_; ++w) {
+    uint64_t bits = d[w];
     while (bits) {
       out.push_back(static_cast<int>(w * 64 + std::countr_zero(bits)));
       bits &= bits - 1;
@@ -149,10 +186,8 @@ std::string CpuSet::ToString() const {
   return out;
 }
 
-bool CpuSet::operator==(const CpuSet& other) const { return words_ == other.words_; }
-
-void CpuSet::Trim() {
-  while (!words_.empty() && words_.back() == 0) words_.pop_back();
+bool CpuSet::operator==(const CpuSet& other) const {
+  return n_ == other.n_ && std::equal(data(), data() + n_, other.data());
 }
 
 }  // namespace accel

@@ -1,7 +1,8 @@
 // CpuSet: a set of CPU (PU) OS indexes, stored as a bitmap.
 //
 // The compact text form is the one Linux, libvirt and Nova use: "0-3,8,10-11".
-// Value type; not synchronized (copy it across threads).
+// Value type; not synchronized (copy it across threads). Sets of CPUs below 512 live inline (no
+// heap allocation), which keeps the placement engine's inner loops allocation-free.
 #pragma once
 
 #include <cstdint>
@@ -44,8 +45,17 @@ class CpuSet {
   bool operator!=(const CpuSet& other) const { return !(*this == other); }
 
  private:
+  static constexpr uint32_t kInlineWords = 8;
+  const uint64_t* data() const { return big_.empty() ? small_ : big_.data(); }
+  uint64_t* data() { return big_.empty() ? small_ : big_.data(); }
+  void Resize(uint32_t words);  // grows (zero-filled) or shrinks the words in use
   void Trim();
-  std::vector<uint64_t> words_;  // bit i of word w is CPU 64*w+i; no trailing zero words
+
+  // Bit i of word w is CPU 64*w+i. Words [0, n_) are in use and the last one is non-zero;
+  // they sit in small_ while n_ <= kInlineWords, else in big_.
+  uint64_t small_[kInlineWords] = {};
+  std::vector<uint64_t> big_;
+  uint32_t n_ = 0;
 };
 
 }  // namespace accel

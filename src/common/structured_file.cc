@@ -1,6 +1,9 @@
 #include "common/structured_file.h"
 
-#include <yaml-cpp/yaml.h>
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/exceptions.h>
+#include <yaml-cpp/mark.h>
+#include <yaml-cpp/parser.h>
 
 #include <cerrno>
 #include <charconv>
@@ -8,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <vector>
@@ -21,8 +25,8 @@ namespace {
 using nlohmann::json;
 
 constexpr int kMaxDepth = 64;
-constexpr size_t kMaxNodes = 1000000;              // YAML aliases can multiply a small file
-constexpr uintmax_t kMaxFileBytes = 16u << 20;     // flavors and alias lists are a few KiB
+constexpr size_t kMaxNodes = 100000;            // YAML aliases can multiply a small file
+constexpr uintmax_t kMaxFileBytes = 16u << 20;  // flavors and alias lists are a few KiB
 
 std::string At(const std::string& where, int line0, int col0) {
   if (line0 < 0) return where;
@@ -54,8 +58,12 @@ class JsonPathTracker {
                        "flavors and alias lists are shallow; check the brackets");
     }
     switch (event) {
-      case json::parse_event_t::object_start: frames_.push_back({true}); break;
-      case json::parse_event_t::array_start: frames_.push_back({false}); break;
+      case json::parse_event_t::object_start:
+        frames_.push_back({true});
+        break;
+      case json::parse_event_t::array_start:
+        frames_.push_back({false});
+        break;
       case json::parse_event_t::key: {
         std::string key = parsed.get<std::string>();
         Frame& top = frames_.back();
@@ -72,7 +80,9 @@ class JsonPathTracker {
         frames_.pop_back();
         Advance();
         break;
-      case json::parse_event_t::value: Advance(); break;
+      case json::parse_event_t::value:
+        Advance();
+        break;
     }
     return true;
   }
@@ -164,12 +174,33 @@ bool IsPlainFloat(std::string_view s) {
   std::string_view whole = s.substr(0, dot), rest = s.substr(dot + 1);
   size_t e = rest.find_first_of("eE");
   std::string_view frac = rest.substr(0, e);
-  if (!IsPlainInteger(whole) || whole.front() == '-' || whole.front() == '+' || !IsDigits(frac))
-    return false;
+  if (!IsPlainInteger(whole) || whole.front() == '-' || whole.front() == '+' || !IsDigits(frac)) return false;
   if (e == std::string_view::npos) return true;
   std::string_view exp = rest.substr(e + 1);
   if (!exp.empty() && (exp.front() == '-' || exp.front() == '+')) exp.remove_prefix(1);
   return IsDigits(exp);
+}
+
+// Well-formed UTF-8 (no overlong forms, surrogates or code points above U+10FFFF). JSON text is
+// checked by nlohmann; YAML bytes are checked here so that no caller meets a string it cannot
+// write back out as JSON.
+bool IsValidUtf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    if (len == 0 || i + len > s.size()) return false;
+    uint32_t cp = len == 1 ? c : len == 2 ? (c & 0x1F) : len == 3 ? (c & 0x0F) : (c & 0x07);
+    for (size_t k = 1; k < len; ++k) {
+      unsigned char cc = static_cast<unsigned char>(s[i + k]);
+      if ((cc >> 6) != 0x2) return false;
+      cp = (cp << 6) | (cc & 0x3F);
+    }
+    static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    i += len;
+  }
+  return true;
 }
 
 json ResolvePlainScalar(const std::string& s) {
@@ -191,82 +222,185 @@ json ResolvePlainScalar(const std::string& s) {
   return s;
 }
 
-class YamlConverter {
+// Builds the JSON tree straight from yaml-cpp's parse events (not through YAML::Node, whose
+// LoadAll never returns on input such as `"",`). Keeps a path for messages, refuses duplicate and
+// non-scalar keys, and bounds depth and alias expansion.
+class YamlToJson : public YAML::EventHandler {
  public:
-  explicit YamlConverter(const std::string& where) : where_(where) {}
+  explicit YamlToJson(const std::string& where) : where_(where) {}
 
-  json Convert(const YAML::Node& node, int depth, const std::string& path) {
-    if (++nodes_ > kMaxNodes) {
-      Fail(node, path, "expands to more than " + std::to_string(kMaxNodes) + " values",
-           "YAML aliases (*name) repeat whole subtrees; write the data out instead");
-    }
-    if (depth > kMaxDepth) {
-      Fail(node, path, "nesting is deeper than " + std::to_string(kMaxDepth) + " levels",
-           "flavors and alias lists are shallow; check the indentation");
-    }
-    switch (node.Type()) {
-      case YAML::NodeType::Undefined:
-      case YAML::NodeType::Null: return nullptr;
-      case YAML::NodeType::Scalar:
-        return node.Tag() == "?" ? ResolvePlainScalar(node.Scalar()) : json(node.Scalar());
-      case YAML::NodeType::Sequence: {
-        json out = json::array();
-        size_t i = 0;
-        for (const YAML::Node& item : node) {
-          out.push_back(Convert(item, depth + 1, path + "[" + std::to_string(i) + "]"));
-          ++i;
-        }
-        return out;
-      }
-      case YAML::NodeType::Map: {
-        json out = json::object();
-        for (const auto& kv : node) {
-          const YAML::Node& key_node = kv.first;
-          if (!key_node.IsScalar()) {
-            Fail(key_node, path, "a key must be plain text, not a list or a mapping");
-          }
-          std::string key = key_node.Scalar();
-          std::string child = path.empty() ? key : path + "." + key;
-          if (out.contains(key)) {
-            Fail(key_node, child, "key appears twice in the same mapping",
-                 "keep one; a later value would silently replace the first");
-          }
-          out[key] = Convert(kv.second, depth + 1, child);
-        }
-        return out;
-      }
-    }
-    return nullptr;
+  json TakeRoot() { return std::move(root_); }
+  bool saw_node() const { return saw_node_; }
+  const YAML::Mark& first_mark() const { return first_mark_; }
+
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override { Add(nullptr, mark, anchor, 1); }
+
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    auto it = anchors_.find(anchor);
+    if (it == anchors_.end()) Fail(mark, "refers to an unknown anchor");
+    Add(it->second.value, mark, YAML::NullAnchor, it->second.nodes);
   }
 
+  void OnScalar(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
+                const std::string& value) override {
+    if (!IsValidUtf8(value)) Fail(mark, "is not valid UTF-8 text", "save the file as UTF-8");
+    // "?" marks a plain scalar; quoted ones are "!", explicit tags their tag.
+    Add(tag == "?" ? ResolvePlainScalar(value) : json(value), mark, anchor, 1, &value);
+  }
+
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                       YAML::EmitterStyle::value) override {
+    Open(json::array(), mark, anchor);
+  }
+  void OnSequenceEnd() override { Close(); }
+
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                  YAML::EmitterStyle::value) override {
+    Open(json::object(), mark, anchor);
+  }
+  void OnMapEnd() override { Close(); }
+
  private:
-  [[noreturn]] void Fail(const YAML::Node& node, const std::string& path, const std::string& problem,
+  struct Frame {
+    json value;
+    YAML::Mark mark;
+    YAML::anchor_t anchor;
+    size_t nodes_at_open;  // nodes_ when the collection opened, to size it for its anchor
+    bool has_key = false;  // maps: a key was read, its value is next
+    std::string key = {};
+    size_t index = 0;  // sequences: index of the next item
+  };
+  struct Anchored {
+    json value;
+    size_t nodes;
+  };
+
+  [[noreturn]] void Fail(const YAML::Mark& mark, const std::string& problem,
                          const std::string& hint = "") const {
-    YAML::Mark mark = node.Mark();
-    throw InputError(At(where_, mark.line, mark.column), path, problem, hint);
+    throw InputError(At(where_, mark.line, mark.column), Path(), problem, hint);
+  }
+
+  std::string Path() const {
+    std::string path;
+    for (const Frame& f : stack_) {
+      if (f.value.is_array()) {
+        path += "[" + std::to_string(f.index) + "]";
+      } else if (f.has_key) {
+        path += (path.empty() ? "" : ".") + f.key;
+      }
+    }
+    return path;
+  }
+
+  void Count(const YAML::Mark& mark, size_t nodes) {
+    nodes_ += nodes;
+    if (nodes_ > kMaxNodes) {
+      Fail(mark, "expands to more than " + std::to_string(kMaxNodes) + " values",
+           "YAML aliases (*name) repeat whole subtrees; write the data out instead");
+    }
+  }
+
+  void Saw(const YAML::Mark& mark) {
+    if (!saw_node_) first_mark_ = mark;
+    saw_node_ = true;
+  }
+
+  void CheckKeySlot(const YAML::Mark& mark) const {
+    if (!stack_.empty() && stack_.back().value.is_object() && !stack_.back().has_key) {
+      Fail(mark, "a key must be plain text, not a list, a mapping or an alias");
+    }
+  }
+
+  void Open(json value, const YAML::Mark& mark, YAML::anchor_t anchor) {
+    Saw(mark);
+    CheckKeySlot(mark);
+    if (stack_.size() >= static_cast<size_t>(kMaxDepth)) {
+      Fail(mark, "nesting is deeper than " + std::to_string(kMaxDepth) + " levels",
+           "flavors and alias lists are shallow; check the indentation");
+    }
+    Count(mark, 1);
+    stack_.push_back({std::move(value), mark, anchor, nodes_});
+  }
+
+  void Close() {
+    Frame f = std::move(stack_.back());
+    stack_.pop_back();
+    if (f.value.is_object() && f.has_key) f.value[f.key] = nullptr;  // defensive: key without value
+    size_t nodes = nodes_ - f.nodes_at_open + 1;
+    Place(std::move(f.value), f.mark, f.anchor, nodes);
+  }
+
+  // A finished scalar, null or alias: a key when its map waits for one, else a value.
+  void Add(json value, const YAML::Mark& mark, YAML::anchor_t anchor, size_t nodes,
+           const std::string* text = nullptr) {
+    Saw(mark);
+    if (!stack_.empty() && stack_.back().value.is_object() && !stack_.back().has_key) {
+      if (value.is_null()) Fail(mark, "a key is empty");
+      if (!value.is_primitive()) Fail(mark, "a key must be plain text, not a list or a mapping");
+      if (anchor != YAML::NullAnchor) anchors_[anchor] = {value, 1};
+      Frame& map = stack_.back();
+      std::string key = text ? *text : (value.is_string() ? value.get<std::string>() : value.dump());
+      if (map.value.contains(key)) {
+        map.has_key = true;
+        map.key = key;
+        Fail(mark, "key appears twice in the same mapping",
+             "keep one; a later value would silently replace the first");
+      }
+      map.has_key = true;
+      map.key = std::move(key);
+      return;
+    }
+    Count(mark, nodes);
+    Place(std::move(value), mark, anchor, nodes);
+  }
+
+  void Place(json value, const YAML::Mark& mark, YAML::anchor_t anchor, size_t nodes) {
+    if (anchor != YAML::NullAnchor) anchors_[anchor] = {value, nodes};
+    if (stack_.empty()) {
+      root_ = std::move(value);
+      return;
+    }
+    Frame& parent = stack_.back();
+    if (parent.value.is_array()) {
+      parent.value.push_back(std::move(value));
+      ++parent.index;
+    } else {
+      parent.value[parent.key] = std::move(value);
+      parent.has_key = false;
+    }
   }
 
   const std::string& where_;
+  std::vector<Frame> stack_;
+  std::map<YAML::anchor_t, Anchored> anchors_;
+  json root_;
   size_t nodes_ = 0;
+  bool saw_node_ = false;
+  YAML::Mark first_mark_ = YAML::Mark::null_mark();
 };
 
 json ParseYaml(std::string_view text, const std::string& where) {
-  std::vector<YAML::Node> docs;
+  std::istringstream in{std::string(text)};
   try {
-    docs = YAML::LoadAll(std::string(text));
+    YAML::Parser parser(in);
+    YamlToJson document(where);
+    if (!parser.HandleNextDocument(document)) return nullptr;
+    // A second document, or text the parser left behind, is an error, not something to drop.
+    YamlToJson rest(where);
+    if (parser.HandleNextDocument(rest)) {
+      const YAML::Mark& m = rest.first_mark();
+      if (rest.saw_node()) {
+        throw InputError(At(where, m.line, m.column), "", "holds more than one YAML document ('---')",
+                         "put several items in one list instead");
+      }
+      throw InputError(where, "", "has text after the end of the YAML document (a stray ',' or ']'?)");
+    }
+    return document.TakeRoot();
   } catch (const YAML::Exception& e) {
     throw InputError(At(where, e.mark.line, e.mark.column), "", "YAML syntax error: " + e.msg);
-  }
-  if (docs.empty()) return nullptr;
-  if (docs.size() > 1) {
-    throw InputError(At(where, docs[1].Mark().line, docs[1].Mark().column), "",
-                     "holds " + std::to_string(docs.size()) + " YAML documents ('---')",
-                     "put several items in one list instead");
-  }
-  try {
-    return YamlConverter(where).Convert(docs[0], 0, "");
-  } catch (const YAML::Exception& e) {
-    throw InputError(At(where, e.mark.line, e.mark.column), "", "YAML error: " + e.msg);
   }
 }
 
@@ -285,8 +419,10 @@ std::string ReadWholeFile(const std::string& path) {
   if (!in) throw InputError(path, "", std::string("cannot be opened: ") + std::strerror(errno));
   uintmax_t size = std::filesystem::file_size(path, ec);
   if (!ec && size > kMaxFileBytes) {
-    throw InputError(path, "", "is " + std::to_string(size) + " bytes, more than the 16 MiB a "
-                     "flavor or alias file can sensibly be");
+    throw InputError(path, "",
+                     "is " + std::to_string(size) +
+                         " bytes, more than the 16 MiB a "
+                         "flavor or alias file can sensibly be");
   }
   std::ostringstream text;
   text << in.rdbuf();
@@ -294,8 +430,6 @@ std::string ReadWholeFile(const std::string& path) {
   return text.str();
 }
 
-json ReadStructuredFile(const std::string& path) {
-  return ParseStructuredText(ReadWholeFile(path), path);
-}
+json ReadStructuredFile(const std::string& path) { return ParseStructuredText(ReadWholeFile(path), path); }
 
 }  // namespace accel

@@ -13,13 +13,13 @@
 //   - decimal floats with a '.' ("1.5", "2.0")    -> float
 //   - everything else ("2MB", "1GB", "0-3", "^0-1", "h100:1", "10de") -> string
 // Quoted scalars and scalars with an explicit tag are always strings. Mapping keys are always
-// strings. Objects come back with sorted keys (nlohmann::json); duplicate keys are refused.
+// strings. Objects come back with sorted keys (nlohmann::json); duplicate keys are refused, and so
+// is text that is not UTF-8 (every string can be written back out as JSON).
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 namespace accel {
 
@@ -27,7 +27,7 @@ namespace accel {
 /// Returns the document (null for an empty YAML file). Throws InputError naming the file, and
 /// the line and column ("flavor.yaml:7:3") when the syntax is wrong, for: an unreadable file, a
 /// syntax error, a duplicate key, nesting deeper than 64 levels, a YAML file with more than one
-/// document, or aliases that expand beyond 1,000,000 nodes.
+/// document, or aliases that expand beyond 100,000 values.
 nlohmann::json ReadStructuredFile(const std::string& path);
 
 /// The bytes of the file at `path` (at most 16 MiB). Throws InputError naming the file when it

@@ -14,25 +14,32 @@ struct ThreadOrder {
   std::vector<const CoreView*> partial, whole;
 };
 
-ThreadOrder OrderCores(const NodeView& node) {
+// `keep`: CPUs the cell's own shared vCPUs need (shared CPUs nobody pinned), when its pinning
+// could take them (dedicated and shared sets overlap); cores holding fewer of them come first, so
+// the pinning leaves as many as possible. Empty keep = plain order.
+ThreadOrder OrderCores(const std::vector<CoreView>& cores, const CpuSet& keep) {
   ThreadOrder o;
-  for (const CoreView& c : node.cores) {
+  for (const CoreView& c : cores) {
     if (c.free.Empty()) continue;
     (c.whole_free() ? o.whole : o.partial).push_back(&c);
   }
+  if (!keep.Empty())
+    for (auto* list : {&o.partial, &o.whole})
+      std::stable_sort(list->begin(), list->end(), [&](const CoreView* a, const CoreView* b) {
+        return a->threads.Intersect(keep).Count() < b->threads.Intersect(keep).Count();
+      });
   return o;
 }
 
-// Picks `count` free threads, partial cores first.
-std::vector<int> TakeThreads(const ThreadOrder& order, int count) {
-  std::vector<int> out;
+// Picks `count` free threads, partial cores first; threads outside `keep` before those in it.
+std::vector<int> TakeThreads(const ThreadOrder& order, int count, const CpuSet& keep) {
+  std::vector<int> all;
   for (const auto* list : {&order.partial, &order.whole})
     for (const CoreView* c : *list)
-      for (int cpu : c->free.ToVector()) {
-        if (static_cast<int>(out.size()) == count) return out;
-        out.push_back(cpu);
-      }
-  return out;
+      for (int cpu : c->free.ToVector()) all.push_back(cpu);
+  std::stable_partition(all.begin(), all.end(), [&](int cpu) { return !keep.Contains(cpu); });
+  all.resize(std::min<size_t>(all.size(), count));
+  return all;
 }
 
 // Whole free cores with min_threads threads or more, ascending.
@@ -45,36 +52,42 @@ std::vector<const CoreView*> WholeCores(const ThreadOrder& order, int min_thread
 
 // The emulator CPU under prefer/require: a free thread of a core already partly held (the
 // pinning's own leftover siblings included), else the first thread of a whole free core.
-int PickEmulatorThread(const NodeView& node, const CpuSet& consumed) {
-  int fallback = -1;
-  for (const CoreView& c : node.cores) {
-    CpuSet left = c.free.Minus(consumed);
-    if (left.Empty()) continue;
-    if (left != c.threads) return left.First();
-    if (fallback < 0) fallback = left.First();
+int PickEmulatorThread(const std::vector<CoreView>& cores, const CpuSet& consumed, const CpuSet& keep) {
+  for (const CpuSet& avoid : {keep, CpuSet()}) {
+    int fallback = -1;
+    for (const CoreView& c : cores) {
+      CpuSet left = c.free.Minus(consumed).Minus(avoid);
+      if (left.Empty()) continue;
+      if (left != c.threads) return left.First();
+      if (fallback < 0) fallback = left.First();
+    }
+    if (fallback >= 0) return fallback;
   }
-  return fallback;
+  return -1;
 }
 
-bool PinDedicated(const NodeView& node, const GuestCell& cell, const PlacementRequest& req,
-                  bool reserve_emulator, CellFit* fit) {
+bool PinDedicated(const NodeView& node, const std::vector<CoreView>& cores, const GuestCell& cell,
+                  const PlacementRequest& req, bool reserve_emulator, CellFit* fit) {
   const std::vector<int> vcpus = cell.dedicated_vcpus.ToVector();
   const int n = static_cast<int>(vcpus.size());
   const int r = reserve_emulator ? 1 : 0;
   if (n == 0 && r == 0) return true;
-  const ThreadOrder order = OrderCores(node);
+  const CpuSet keep = !cell.shared_vcpus.Empty() && !node.dedicated_in_shared
+                          ? node.shared_cpus.Minus(node.pinned_cpus)
+                          : CpuSet();
+  const ThreadOrder order = OrderCores(cores, keep);
   std::vector<int> cpus;
   // Thread policies shape the pinning only; a cell without dedicated vCPUs has none to shape.
   const ThreadPolicy policy = n > 0 ? req.thread_policy : ThreadPolicy::kPrefer;
   switch (policy) {
     case ThreadPolicy::kPrefer: {
-      int free = node.FreeThreads();
+      int free = node.free_threads;
       if (free < n + r) {
         fit->reason = NodeName(node) + ": " + std::to_string(free) + " free dedicated CPUs, needs " +
                       std::to_string(n + r) + (r ? " (incl. 1 emulator CPU)" : "");
         return false;
       }
-      cpus = TakeThreads(order, n);
+      cpus = TakeThreads(order, n, keep);
       for (int c : cpus) fit->consumed.Add(c);
       break;
     }
@@ -87,8 +100,10 @@ bool PinDedicated(const NodeView& node, const GuestCell& cell, const PlacementRe
       int capacity = 0;
       for (const CoreView* c : whole) {
         if (capacity >= n) break;
-        for (int cpu : c->threads.ToVector())
-          if (static_cast<int>(cpus.size()) < n) cpus.push_back(cpu);
+        // Threads outside `keep` first, so a partly filled last core leaves shared CPUs.
+        for (const CpuSet& part : {c->threads.Minus(keep), c->threads.Intersect(keep)})
+          for (int cpu : part.ToVector())
+            if (static_cast<int>(cpus.size()) < n) cpus.push_back(cpu);
         capacity += c->threads.Count();
       }
       if (static_cast<int>(cpus.size()) < n) {
@@ -98,7 +113,7 @@ bool PinDedicated(const NodeView& node, const GuestCell& cell, const PlacementRe
         return false;
       }
       for (int c : cpus) fit->consumed.Add(c);
-      if (r && node.FreeThreads() < n + r) {
+      if (r && node.free_threads < n + r) {
         fit->reason = NodeName(node) + ": no free CPU left for the emulator threads";
         return false;
       }
@@ -134,7 +149,7 @@ bool PinDedicated(const NodeView& node, const GuestCell& cell, const PlacementRe
     fit->emulator_consumed = whole[0]->threads;
   }
   if (r && fit->emulator_cpus.Empty()) {
-    int emu = PickEmulatorThread(node, fit->consumed);
+    int emu = PickEmulatorThread(cores, fit->consumed, keep);
     if (emu < 0) {
       fit->reason = NodeName(node) + ": no free CPU left for the emulator threads";
       return false;
@@ -198,14 +213,108 @@ bool FitMemory(const NodeView& node, const GuestCell& cell, const PlacementReque
   return false;
 }
 
-int WholeCoresTouched(const NodeView& node, const CpuSet& cpus) {
+int WholeCoresTouched(const std::vector<CoreView>& cores, const CpuSet& cpus) {
   int n = 0;
-  for (const CoreView& c : node.cores)
+  for (const CoreView& c : cores)
     if (c.whole_free() && c.threads.Intersects(cpus)) ++n;
   return n;
 }
 
+// Pinned CPUs from counts: whether the cell's dedicated vCPUs and the emulator fit, with the
+// same answers PinDedicated gives, and estimates of whole cores broken and CPUs consumed.
+bool CountDedicated(const NodeView& node, const GuestCell& cell, const PlacementRequest& req,
+                    bool reserve_emulator, CellFit* fit, int* consumed) {
+  const int n = cell.dedicated_vcpus.Count();
+  const int r = reserve_emulator ? 1 : 0;
+  const int t = node.threads_per_core;
+  *consumed = 0;
+  if (n == 0 && r == 0) return true;
+  const bool isolate_emulator = r && req.thread_policy == ThreadPolicy::kIsolate;
+  const ThreadPolicy policy = n > 0 ? req.thread_policy : ThreadPolicy::kPrefer;
+  switch (policy) {
+    case ThreadPolicy::kPrefer: {
+      if (node.free_threads < n + r) {
+        fit->reason = NodeName(node) + ": " + std::to_string(node.free_threads) + " free dedicated CPUs, needs " +
+                      std::to_string(n + r) + (r ? " (incl. 1 emulator CPU)" : "");
+        return false;
+      }
+      if (isolate_emulator) {  // n == 0 here: the emulator alone takes a whole core
+        if (node.whole_free_cores < 1) {
+          fit->reason = NodeName(node) + ": no free whole core for the emulator threads (thread policy isolate)";
+          return false;
+        }
+        fit->whole_cores_broken = 1;
+        *consumed = t;
+        return true;
+      }
+      const int beyond_partial = n + r - node.partial_free_threads;
+      fit->whole_cores_broken = beyond_partial > 0 ? (beyond_partial + t - 1) / t : 0;
+      *consumed = n + r;
+      return true;
+    }
+    case ThreadPolicy::kRequire: {
+      if (t < 2) {
+        fit->reason = NodeName(node) + ": cores have no SMT siblings, thread policy require needs them";
+        return false;
+      }
+      if (node.whole_free_smt_threads < n) {
+        fit->reason = NodeName(node) + ": " + std::to_string(node.whole_free_smt_threads / t) +
+                      " free whole cores, thread policy require needs " + std::to_string((n + t - 1) / t);
+        return false;
+      }
+      if (r && node.free_threads < n + r) {
+        fit->reason = NodeName(node) + ": no free CPU left for the emulator threads";
+        return false;
+      }
+      fit->whole_cores_broken = (n + t - 1) / t + (r && n % t == 0 && node.partial_free_threads == 0 ? 1 : 0);
+      *consumed = n + r;
+      return true;
+    }
+    case ThreadPolicy::kIsolate: {
+      if (node.whole_free_cores < n + r) {
+        fit->reason = NodeName(node) + ": " + std::to_string(node.whole_free_cores) +
+                      " free whole cores, thread policy isolate needs " + std::to_string(n + r) +
+                      (r ? " (incl. 1 for the emulator)" : "");
+        return false;
+      }
+      fit->whole_cores_broken = n + r;
+      *consumed = (n + r) * t;
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
+
+CellFit CheckCell(const NodeView& node, const GuestCell& cell, const PlacementRequest& request,
+                  bool reserve_emulator) {
+  CellFit fit;
+  int consumed = 0;
+  if (!CountDedicated(node, cell, request, reserve_emulator, &fit, &consumed)) return fit;
+  const int s = cell.shared_vcpus.Count();
+  if (s > 0) {
+    // A lower bound on the shared CPUs the pinning takes: each pinned CPU is one when the
+    // dedicated set lies inside the shared set, none can be counted for sure otherwise.
+    const int taken = node.dedicated_in_shared ? cell.dedicated_vcpus.Count() + (reserve_emulator ? 1 : 0) : 0;
+    if (node.shared_free - taken < s) {
+      fit.reason = NodeName(node) + ": " + std::to_string(std::max(0, node.shared_free - taken)) +
+                   " shared CPUs, a cell with " + std::to_string(s) +
+                   " shared vCPUs needs as many (no self-overcommit)";
+      return fit;
+    }
+    if (node.shared_vcpus_used + s > node.shared_capacity) {
+      fit.reason = NodeName(node) + ": " + std::to_string(node.shared_vcpus_used) + " shared vCPUs already on " +
+                   std::to_string(node.shared_cpus.Count()) + " shared CPUs; adding " + std::to_string(s) +
+                   " exceeds the allocation ratio";
+      return fit;
+    }
+  }
+  if (!FitMemory(node, cell, request, &fit)) return fit;
+  fit.free_threads_after = node.free_threads - consumed;
+  fit.ok = true;
+  return fit;
+}
 
 std::string PageSizeName(uint64_t size_kib) {
   if (size_kib >= 1048576 && size_kib % 1048576 == 0) return std::to_string(size_kib / 1048576) + "G";
@@ -238,12 +347,13 @@ std::vector<uint64_t> CandidatePageSizes(const NodeView& node, const PageSizeReq
 CellFit FitCell(const NodeView& node, const GuestCell& cell, const PlacementRequest& request,
                 bool reserve_emulator) {
   CellFit fit;
-  if (!PinDedicated(node, cell, request, reserve_emulator, &fit)) return fit;
+  const std::vector<CoreView> cores = node.Cores();
+  if (!PinDedicated(node, cores, cell, request, reserve_emulator, &fit)) return fit;
   if (!FitShared(node, cell, &fit)) return fit;
   if (!FitMemory(node, cell, request, &fit)) return fit;
   const CpuSet taken = fit.consumed.Union(fit.emulator_consumed);
-  fit.whole_cores_broken = WholeCoresTouched(node, taken);
-  fit.free_threads_after = node.FreeThreads() - taken.Count();
+  fit.whole_cores_broken = WholeCoresTouched(cores, taken);
+  fit.free_threads_after = node.free_threads - taken.Count();
   fit.ok = true;
   return fit;
 }

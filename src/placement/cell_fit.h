@@ -35,6 +35,15 @@ struct CellFit {
 CellFit FitCell(const NodeView& node, const GuestCell& cell, const PlacementRequest& request,
                 bool reserve_emulator);
 
+/// The same question as FitCell answered from the node's counts alone, without choosing CPUs:
+/// cheap enough to ask of every (cell, node) pair. Its `ok` is exact for pinned CPUs, the
+/// emulator and memory; for shared vCPUs it may say yes where FitCell says no (it cannot know
+/// which shared CPUs a pinning takes when the dedicated and shared sets partly overlap), so the
+/// engine confirms each chosen pair with FitCell. Pinning fields stay empty; page size, pages and
+/// the score counts are filled (the score counts as estimates for non-uniform cores).
+CellFit CheckCell(const NodeView& node, const GuestCell& cell, const PlacementRequest& request,
+                  bool reserve_emulator);
+
 /// Page sizes `request` may use on `node`, in the order they are tried (largest first for
 /// large/any). Empty when the request names a size the node does not have.
 std::vector<uint64_t> CandidatePageSizes(const NodeView& node, const PageSizeRequest& request);

@@ -100,7 +100,8 @@ class Statement {
   }
   std::string Text(int column) const {
     const unsigned char* s = sqlite3_column_text(stmt_, column);
-    return s ? reinterpret_cast<const char*>(s) : "";
+    if (!s) return "";
+    return std::string(reinterpret_cast<const char*>(s), sqlite3_column_bytes(stmt_, column));
   }
   int Int(int column) const { return sqlite3_column_int(stmt_, column); }
 

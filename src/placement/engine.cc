@@ -72,6 +72,7 @@ struct Search {
 
   // Best assignment whose nodes include every node in `forced`; keeps it if better than best.
   void TryForced(const std::vector<int>& forced) {
+    if (cost.size() == 1) return TryForcedOneCell(forced);
     std::vector<std::vector<Cost>> c = cost;
     const Cost bonus = static_cast<Cost>(1) << kForceShift;
     for (auto& row : c)
@@ -93,6 +94,29 @@ struct Search {
       has_best = true;
       best_cost = total;
       best_nodes = assign;
+      best_devices = std::move(devices);
+    }
+  }
+
+  // One guest cell: the assignment is the cheapest allowed node, no Hungarian needed.
+  void TryForcedOneCell(const std::vector<int>& forced) {
+    if (forced.size() > 1) return;
+    int best = -1;
+    for (size_t h = 0; h < cost[0].size(); ++h) {
+      if (cost[0][h] >= kForbidden || (!forced.empty() && forced[0] != static_cast<int>(h))) continue;
+      if (best < 0 || cost[0][h] < cost[0][best]) best = static_cast<int>(h);
+    }
+    if (best < 0) return;
+    std::vector<std::vector<const topology::PciDevice*>> devices;
+    if (!req.pci.empty()) {
+      std::vector<bool> on_node(nodes.size(), false);
+      on_node[best] = true;
+      if (!pool.Choose(on_node, false, &devices)) return;
+    }
+    if (!has_best || cost[0][best] < best_cost) {
+      has_best = true;
+      best_cost = cost[0][best];
+      best_nodes = {best};
       best_devices = std::move(devices);
     }
   }
@@ -272,27 +296,45 @@ PlaceResult Place(const topology::HostTopology& host, const HostUsage& usage,
   }
   Search s(host, policy, req, nodes, pool);
   s.fits.assign(k, std::vector<CellFit>(nodes.size()));
-  s.cost.assign(k, std::vector<Cost>(nodes.size(), kForbidden));
   const bool emulator = req.emulator_policy == EmulatorPolicy::kIsolate;
   std::vector<int> usable;
-  for (size_t h = 0; h < nodes.size(); ++h) {
-    bool any = false;
-    for (size_t g = 0; g < k; ++g) {
-      s.fits[g][h] = FitCell(nodes[h], req.cells[g], req, emulator && g == 0);
-      if (s.fits[g][h].ok) {
-        s.cost[g][h] = s.CellCost(static_cast<int>(g), static_cast<int>(h));
-        any = true;
+  // exact=false answers each (cell, node) from counts (CheckCell); exact=true chooses the CPUs
+  // (FitCell). Counts are exact except for shared vCPUs on partly overlapping CPU sets, so the
+  // chosen pairs are confirmed with FitCell and the search redone exactly if one fails.
+  auto evaluate = [&](bool exact) {
+    s.cost.assign(k, std::vector<Cost>(nodes.size(), kForbidden));
+    usable.clear();
+    for (size_t h = 0; h < nodes.size(); ++h) {
+      bool any = false;
+      for (size_t g = 0; g < k; ++g) {
+        s.fits[g][h] = exact ? FitCell(nodes[h], req.cells[g], req, emulator && g == 0)
+                             : CheckCell(nodes[h], req.cells[g], req, emulator && g == 0);
+        if (s.fits[g][h].ok) {
+          s.cost[g][h] = s.CellCost(static_cast<int>(g), static_cast<int>(h));
+          any = true;
+        }
       }
+      if (any) usable.push_back(static_cast<int>(h));
     }
-    if (any) usable.push_back(static_cast<int>(h));
-  }
-  if (pool.Constrains()) {
-    std::vector<int> candidates;
-    for (int h : pool.ConstrainingNodes())
-      if (std::find(usable.begin(), usable.end(), h) != usable.end()) candidates.push_back(h);
-    s.EnumerateSubsets(candidates);
-  } else {
-    s.TryForced({});
+    s.has_best = false;
+    s.subsets = 0;
+    if (pool.Constrains()) {
+      std::vector<int> candidates;
+      for (int h : pool.ConstrainingNodes())
+        if (std::find(usable.begin(), usable.end(), h) != usable.end()) candidates.push_back(h);
+      s.EnumerateSubsets(candidates);
+    } else {
+      s.TryForced({});
+    }
+  };
+  evaluate(false);
+  if (s.has_best) {
+    for (size_t g = 0; g < k && s.has_best; ++g) {
+      CellFit exact = FitCell(nodes[s.best_nodes[g]], req.cells[g], req, emulator && g == 0);
+      if (!exact.ok) s.has_best = false;
+      else s.fits[g][s.best_nodes[g]] = std::move(exact);
+    }
+    if (!s.has_best) evaluate(true);
   }
   if (s.has_best) {
     result.placement = BuildPlacement(host, req, s);

@@ -17,14 +17,14 @@ namespace {
 
 using nlohmann::json;
 
-constexpr int kMaxVcpus = 65536;               // CpuSet's range; far above any hypervisor's limit
+constexpr int kMaxVcpus = 65536;                    // CpuSet's range; far above any hypervisor's limit
 constexpr uint64_t kMaxRamMib = uint64_t{1} << 40;  // 1 EiB; keeps KiB arithmetic in range
 
 // Keys of `openstack flavor show -f json`, `openstack flavor list --long -f json` and the
 // compute API that carry nothing placement needs. Lower case; any key holding ':' is also ignored.
 const std::set<std::string> kIgnoredFlavorKeys = {
-    "id",          "disk",        "swap",         "ephemeral",  "rxtx_factor", "rxtx factor",
-    "description", "is_public",   "is public",    "disabled",   "links",       "access_project_ids",
+    "id",          "disk",      "swap",      "ephemeral", "rxtx_factor", "rxtx factor",
+    "description", "is_public", "is public", "disabled",  "links",       "access_project_ids",
 };
 
 std::string Lower(std::string_view s) {
@@ -36,6 +36,15 @@ std::string Lower(std::string_view s) {
 std::string Join(const std::string& prefix, const std::string& key) {
   return prefix.empty() ? key : prefix + "." + key;
 }
+
+// 1 to 18 decimal digits: fits uint64_t.
+bool IsSmallDecimal(const std::string& s) {
+  return !s.empty() && s.size() < 19 &&
+         std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// A value as a short JSON text for messages (never throws, even on bytes that are not UTF-8).
+std::string Show(const json& v) { return v.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 // A scalar as the text Nova would store in extra_specs (they are strings there).
 bool ScalarText(const json& v, std::string* out) {
@@ -111,15 +120,12 @@ class FlavorReader {
     if (v.is_number_unsigned()) {
       n = v.get<uint64_t>();
     } else if (v.is_number_integer()) {
-      if (v.get<int64_t>() < 1) Fail(key, "must be at least 1, not " + v.dump());
+      if (v.get<int64_t>() < 1) Fail(key, "must be at least 1, not " + Show(v));
       n = static_cast<uint64_t>(v.get<int64_t>());
-    } else if (v.is_string() && !v.get<std::string>().empty() &&
-               v.get<std::string>().size() < 19 &&
-               std::all_of(v.get<std::string>().begin(), v.get<std::string>().end(),
-                           [](char c) { return c >= '0' && c <= '9'; })) {
-      n = std::stoull(v.get<std::string>());
+    } else if (v.is_string() && IsSmallDecimal(v.get_ref<const std::string&>())) {
+      n = std::stoull(v.get_ref<const std::string&>());  // a quoted "16" in YAML
     } else {
-      Fail(key, "must be a whole number, not " + v.dump(), std::string("give ") + meaning);
+      Fail(key, "must be a whole number, not " + Show(v), std::string("give ") + meaning);
     }
     if (n < 1) Fail(key, "must be at least 1, not 0");
     if (n > max) Fail(key, std::to_string(n) + " is more than accel handles (" + std::to_string(max) + ")");
@@ -143,7 +149,8 @@ class FlavorReader {
     for (const auto& [spec, value] : v.items()) {
       std::string text;
       if (!ScalarText(value, &text)) {
-        Fail(Join(key, spec), value.is_null() ? "has no value" : "must be a single value, not a list or mapping",
+        Fail(Join(key, spec),
+             value.is_null() ? "has no value" : "must be a single value, not a list or mapping",
              "extra spec values are text such as \"dedicated\" or \"2\"");
       }
       std::string problem = ExtraSpecShapeProblem(spec, text);
@@ -189,8 +196,9 @@ size_t ClosingQuote(std::string_view text, size_t from) {
 
 }  // namespace
 
-std::vector<std::pair<std::string, std::string>> ParseOpenStackProperties(
-    std::string_view text, const std::string& where, const std::string& field) {
+std::vector<std::pair<std::string, std::string>> ParseOpenStackProperties(std::string_view text,
+                                                                          const std::string& where,
+                                                                          const std::string& field) {
   auto fail = [&](const std::string& problem) {
     throw InputError(where, field, problem,
                      "expected the openstack client's form: hw:cpu_policy='dedicated', hw:numa_nodes='2'");

@@ -11,12 +11,11 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "placement/pci_alias.h"
 #include "placement/request.h"
@@ -24,8 +23,8 @@
 namespace accel::placement {
 
 struct Flavor {
-  std::string name;  ///< flavor name
-  int vcpus = 0;     ///< guest vCPUs, >= 1
+  std::string name;      ///< flavor name
+  int vcpus = 0;         ///< guest vCPUs, >= 1
   uint64_t ram_mib = 0;  ///< guest memory in MiB, >= 1
   /// Extra specs, sorted by key when read from an object (nlohmann::json keeps objects sorted),
   /// in written order when read from the properties string; values are text even when the file
@@ -52,8 +51,9 @@ std::vector<Flavor> ParseFlavors(const nlohmann::json& doc, const std::string& w
 /// Parses the string form of "properties" that older openstack clients print:
 /// "hw:cpu_policy='dedicated', hw:mem_page_size='1GB'" (values may hold commas).
 /// Returns the pairs in order; throws InputError(where, field, ...) when it is not that form.
-std::vector<std::pair<std::string, std::string>> ParseOpenStackProperties(
-    std::string_view text, const std::string& where, const std::string& field);
+std::vector<std::pair<std::string, std::string>> ParseOpenStackProperties(std::string_view text,
+                                                                          const std::string& where,
+                                                                          const std::string& field);
 
 /// Checks the flavor's extra specs as Nova's numa_get_constraints (and its API validators,
 /// pci_passthrough:alias parsing and guest CPU topology) would for this flavor with no image, and
@@ -64,7 +64,13 @@ std::vector<std::pair<std::string, std::string>> ParseOpenStackProperties(
 /// hw:* keys accel does not know are refused with the supported list; other namespaces
 /// (quota:, aggregate_instance_extra_specs:, trait:, resources:, hw_rng:, ...) are kept in
 /// extra_specs and otherwise ignored.
-PlacementRequest BuildRequest(const Flavor& flavor, const PciAliasTable& aliases,
-                              const std::string& where);
+/// Where Nova would silently ignore something that changes what the flavor means, accel refuses
+/// it instead: hw:numa_cpus.N / hw:numa_mem.N without a NUMA topology or with N >= hw:numa_nodes,
+/// "HW:"-cased or image-style (hw_cpu_policy) keys, empty hw: values, a guest node without vCPUs,
+/// a realtime mask leaving a mixed guest no shared vCPU, and hw:pmem (vPMEM, not supported).
+/// As in Nova, "2M" is not a page size: strutils wants "2MB" (see flavor_page_size.h).
+/// guest_topology holds Nova's best sockets/cores/threads (flavor_cpu_topology.h) when any
+/// hw:cpu_sockets/cores/threads/max_* key is set, and zeros (hypervisor default) otherwise.
+PlacementRequest BuildRequest(const Flavor& flavor, const PciAliasTable& aliases, const std::string& where);
 
 }  // namespace accel::placement

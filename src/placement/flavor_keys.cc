@@ -11,27 +11,37 @@ namespace {
 
 // hw: keys BuildRequest reads, besides the hw:numa_cpus.N / hw:numa_mem.N families.
 constexpr std::array<std::string_view, 15> kInterpretedHw = {
-    "hw:cpu_policy",         "hw:cpu_thread_policy",   "hw:cpu_dedicated_mask",
-    "hw:cpu_realtime",       "hw:cpu_realtime_mask",   "hw:emulator_threads_policy",
-    "hw:numa_nodes",         "hw:mem_page_size",       "hw:pci_numa_affinity_policy",
-    "hw:cpu_sockets",        "hw:cpu_cores",           "hw:cpu_threads",
-    "hw:cpu_max_sockets",    "hw:cpu_max_cores",       "hw:cpu_max_threads",
+    "hw:cpu_policy",      "hw:cpu_thread_policy", "hw:cpu_dedicated_mask",
+    "hw:cpu_realtime",    "hw:cpu_realtime_mask", "hw:emulator_threads_policy",
+    "hw:numa_nodes",      "hw:mem_page_size",     "hw:pci_numa_affinity_policy",
+    "hw:cpu_sockets",     "hw:cpu_cores",         "hw:cpu_threads",
+    "hw:cpu_max_sockets", "hw:cpu_max_cores",     "hw:cpu_max_threads",
 };
 
 // hw: keys Nova knows that change the guest's devices or features but not where it lands.
 constexpr std::array<std::string_view, 19> kIgnoredHw = {
-    "hw:boot_menu",           "hw:hide_hypervisor_id",   "hw:mem_encryption",
-    "hw:pmu",                 "hw:serial_port_count",    "hw:tpm_model",
-    "hw:tpm_version",         "hw:watchdog_action",      "hw:vif_multiqueue_enabled",
-    "hw:virtio_packed_ring",  "hw:locked_memory",        "hw:maxphysaddr_mode",
-    "hw:maxphysaddr_bits",    "hw:viommu_model",         "hw:ephemeral_encryption",
-    "hw:ephemeral_encryption_format", "hw:sound_model",  "hw:usb_model",
+    "hw:boot_menu",
+    "hw:hide_hypervisor_id",
+    "hw:mem_encryption",
+    "hw:pmu",
+    "hw:serial_port_count",
+    "hw:tpm_model",
+    "hw:tpm_version",
+    "hw:watchdog_action",
+    "hw:vif_multiqueue_enabled",
+    "hw:virtio_packed_ring",
+    "hw:locked_memory",
+    "hw:maxphysaddr_mode",
+    "hw:maxphysaddr_bits",
+    "hw:viommu_model",
+    "hw:ephemeral_encryption",
+    "hw:ephemeral_encryption_format",
+    "hw:sound_model",
+    "hw:usb_model",
     "hw:redirected_usb_ports",
 };
 
-bool StartsWith(std::string_view s, std::string_view prefix) {
-  return s.substr(0, prefix.size()) == prefix;
-}
+bool StartsWith(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
 
 bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
@@ -91,7 +101,8 @@ std::string ClosestKey(std::string_view key) {
   candidates.push_back("hw:numa_mem.0");
   candidates.push_back("pci_passthrough:alias");
   std::string_view best;
-  size_t best_distance = 4;  // farther than 3 edits is a different word, not a typo
+  // A typo is a few edits in a long key; "hw:gpu" is not a misspelt "hw:pmu".
+  size_t best_distance = std::min<size_t>(3, std::max<size_t>(1, key.size() / 5)) + 1;
   for (std::string_view c : candidates) {
     size_t d = EditDistance(key, c);
     if (d < best_distance) {
@@ -104,8 +115,8 @@ std::string ClosestKey(std::string_view key) {
 
 // Sets *out_problem and *out_hint; the hint is `hint`, or the supported list when `hint` is
 // empty, preceded by the closest known key when `suggest` and one is within a typo's reach.
-SpecKeyKind Refuse(std::string_view key, std::string problem, std::string* out_problem,
-                   std::string* out_hint, std::string hint = "", bool suggest = true) {
+SpecKeyKind Refuse(std::string_view key, std::string problem, std::string* out_problem, std::string* out_hint,
+                   std::string hint = "", bool suggest = true) {
   if (hint.empty()) hint = "supported: " + SupportedList();
   std::string closest = suggest ? ClosestKey(key) : "";
   if (!closest.empty() && closest != key) hint = "did you mean " + closest + "? " + hint;
@@ -140,16 +151,20 @@ SpecKeyKind ClassifySpecKey(std::string_view key, std::string* problem, std::str
       if (n >= 0) return SpecKeyKind::kInterpreted;
       if (n == -2) {
         return Refuse(key, "is not a guest NUMA node key", problem, hint,
-                      "write " + std::string(family) + ".N with N the guest node number 0, 1, ... "
-                      "without leading zeros", false);
+                      "write " + std::string(family) +
+                          ".N with N the guest node number 0, 1, ... "
+                          "without leading zeros",
+                      false);
       }
     }
     if (key == "hw:pmem") {
       return Refuse(key, "virtual persistent memory (vPMEM) is not supported by accel", problem, hint,
                     "remove hw:pmem", false);
     }
-    return Refuse(key, "is not an hw: extra spec accel knows; a misspelt hw: key would silently "
-                  "change placement", problem, hint);
+    return Refuse(key,
+                  "is not an hw: extra spec accel knows; a misspelt hw: key would silently "
+                  "change placement",
+                  problem, hint);
   }
   if (key.size() >= 3 && EqualsIgnoreCase(key.substr(0, 3), "hw:")) {
     return Refuse(key, "extra spec keys are case-sensitive; Nova would ignore this one", problem, hint);
@@ -157,7 +172,7 @@ SpecKeyKind ClassifySpecKey(std::string_view key, std::string* problem, std::str
   if (StartsWith(key, "hw_") && key.find(':') == std::string_view::npos) {
     std::string flavor_key = "hw:" + std::string(key.substr(3));
     *problem = "is an image property name, not a flavor extra spec";
-    *hint = "flavors write " + flavor_key + " (hw_* is the image metadata form)";
+    *hint = "flavors write " + flavor_key + "; hw_* is the image metadata form";
     return SpecKeyKind::kRefused;
   }
   if (StartsWith(key, "pci_passthrough:")) {
@@ -176,8 +191,8 @@ std::string ExtraSpecShapeProblem(std::string_view key, std::string_view value) 
   if (key.empty()) return "an extra spec key is empty";
   if (key.size() > 255) return "key is longer than 255 characters (Nova's limit)";
   for (char c : key) {
-    bool ok = std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == ':' ||
-              c == '.' || c == ' ';
+    bool ok = std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == ':' || c == '.' ||
+              c == ' ';
     if (!ok) {
       return "key holds '" + std::string(1, c) +
              "'; Nova allows only letters, digits and - _ : . and space in extra spec keys";

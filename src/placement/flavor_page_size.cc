@@ -15,17 +15,28 @@ bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
 int PrefixExponent(char c) {
   switch (c) {
-    case 'K': return 1;
-    case 'M': return 2;
-    case 'G': return 3;
-    case 'T': return 4;
-    case 'P': return 5;
-    case 'E': return 6;
-    case 'Z': return 7;
-    case 'Y': return 8;
-    case 'R': return 9;
-    case 'Q': return 10;
-    default: return -1;
+    case 'K':
+      return 1;
+    case 'M':
+      return 2;
+    case 'G':
+      return 3;
+    case 'T':
+      return 4;
+    case 'P':
+      return 5;
+    case 'E':
+      return 6;
+    case 'Z':
+      return 7;
+    case 'Y':
+      return 8;
+    case 'R':
+      return 9;
+    case 'Q':
+      return 10;
+    default:
+      return -1;
   }
 }
 
@@ -65,8 +76,8 @@ bool IecSizeToKib(std::string_view text, long double* kib) {
 [[noreturn]] void Invalid(std::string_view value, const std::string& where, const std::string& field,
                           const std::string& why) {
   throw InputError(where, field, "'" + std::string(value) + "' is not a page size" + why,
-                   "use small, large, any, a size in KiB (2048) or with a unit and B: 2MB, 1GB, "
-                   "2048KB, 1GiB (Nova: MemoryPageSizeInvalid)");
+                   "use small, large, any, a size in KiB such as 2048, or a size with a unit and B: "
+                   "2MB, 1GB, 2048KB, 1GiB; Nova: MemoryPageSizeInvalid");
 }
 
 }  // namespace
@@ -93,11 +104,16 @@ PageSizeRequest ParsePageSize(std::string_view value, const std::string& where, 
 
 std::string PageSizeRequestText(const PageSizeRequest& request) {
   switch (request.kind) {
-    case PageSizeRequest::kNone: return "";
-    case PageSizeRequest::kSmall: return "small";
-    case PageSizeRequest::kLarge: return "large";
-    case PageSizeRequest::kAny: return "any";
-    case PageSizeRequest::kExplicit: break;
+    case PageSizeRequest::kNone:
+      return "";
+    case PageSizeRequest::kSmall:
+      return "small";
+    case PageSizeRequest::kLarge:
+      return "large";
+    case PageSizeRequest::kAny:
+      return "any";
+    case PageSizeRequest::kExplicit:
+      break;
   }
   uint64_t kib = request.size_kib;
   if (kib >= (1u << 20) && kib % (1u << 20) == 0) return std::to_string(kib >> 20) + " GiB";

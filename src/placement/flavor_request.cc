@@ -42,7 +42,8 @@ class Specs {
       }
       if (!specs_.emplace(key, value).second) Fail(key, "is given twice", "", "keep one value");
       bool checked = key.rfind("hw:", 0) == 0 || key == "pci_passthrough:alias";
-      if (checked && Trim(value).empty()) Fail(key, "has an empty value", "", "give a value or remove the key");
+      if (checked && Trim(value).empty())
+        Fail(key, "has an empty value", "", "give a value or remove the key");
     }
   }
 
@@ -159,7 +160,8 @@ std::optional<EmulatorPolicy> ReadEmulatorPolicy(const Specs& specs) {
   for (EmulatorPolicy p : {EmulatorPolicy::kShare, EmulatorPolicy::kIsolate})
     if (*v == EmulatorPolicyName(p)) return p;
   specs.Fail("hw:emulator_threads_policy", Quote(*v) + " is not an emulator threads policy",
-             "InvalidEmulatorThreadsPolicy", ExpectedOneOf("the emulator threads policies", {"share", "isolate"}));
+             "InvalidEmulatorThreadsPolicy",
+             ExpectedOneOf("the emulator threads policies", {"share", "isolate"}));
 }
 
 // Nova's get_realtime_cpu_constraint. Returns the realtime vCPUs, or nullopt when realtime is off.
@@ -216,8 +218,9 @@ std::optional<CpuSet> ReadDedicatedMask(const Specs& specs, int vcpus) {
   }
   CpuSet all = AllVcpus(vcpus);
   if (pcpus.Empty() || all.Minus(pcpus).Empty()) {
-    specs.Fail("hw:cpu_dedicated_mask", Quote(*mask) + " pins " + std::to_string(pcpus.Count()) + " of " +
-                   std::to_string(vcpus) + " vCPUs; " + kMixedMaskProblem,
+    specs.Fail("hw:cpu_dedicated_mask",
+               Quote(*mask) + " pins " + std::to_string(pcpus.Count()) + " of " + std::to_string(vcpus) +
+                   " vCPUs; " + kMixedMaskProblem,
                "InvalidMixedInstanceDedicatedMask");
   }
   if (!pcpus.IsSubsetOf(all)) {
@@ -263,7 +266,8 @@ void ApplyCpuResources(const Specs& specs, int vcpus, Constraints* c) {
     if (requested_pcpu != want) {
       specs.Fail(pcpu_key,
                  "requests " + std::to_string(requested_pcpu) + " PCPUs but the flavor needs exactly " +
-                     std::to_string(want) + " (flavor vcpus" + (isolate ? " + 1 for the isolated emulator threads)" : ")"),
+                     std::to_string(want) + " (flavor vcpus" +
+                     (isolate ? " + 1 for the isolated emulator threads)" : ")"),
                  "InvalidRequest");
     }
     c->cpu_policy = CpuPolicy::kDedicated;
@@ -327,7 +331,8 @@ void CheckPolicies(const Specs& specs, int vcpus, Constraints* c) {
   if (policy == CpuPolicy::kDedicated) {
     if (c->dedicated_mask) {
       specs.Fail("hw:cpu_dedicated_mask", "cannot be given without the 'mixed' CPU policy",
-                 "RequiredMixedInstancePolicy", "under 'dedicated' every vCPU is pinned; use hw:cpu_policy: mixed");
+                 "RequiredMixedInstancePolicy",
+                 "under 'dedicated' every vCPU is pinned; use hw:cpu_policy: mixed");
     }
     c->dedicated = AllVcpus(vcpus);
     return;
@@ -346,7 +351,8 @@ void CheckPolicies(const Specs& specs, int vcpus, Constraints* c) {
   // Nova checks this only for hw:cpu_dedicated_mask; a realtime mask covering every vCPU would
   // leave a mixed guest without shared vCPUs as well.
   if (AllVcpus(vcpus).Minus(c->dedicated).Empty()) {
-    specs.Fail(specs.Get("hw:cpu_realtime_mask") ? "hw:cpu_realtime_mask" : "hw:cpu_realtime", std::string("realtime vCPUs cover every vCPU; ") + kMixedMaskProblem,
+    specs.Fail(specs.Get("hw:cpu_realtime_mask") ? "hw:cpu_realtime_mask" : "hw:cpu_realtime",
+               std::string("realtime vCPUs cover every vCPU; ") + kMixedMaskProblem,
                "InvalidMixedInstanceDedicatedMask", "leave at least one vCPU out of the realtime mask");
   }
 }
@@ -359,13 +365,14 @@ std::optional<int> ReadNumaNodes(const Specs& specs) {
   // strutils.is_int_like: str(int(v)) == v, so " 2", "+2" and "02" are not numbers here.
   bool int_like = ParseInt(*v, -kMaxVcpus, kMaxVcpus, &n) && std::to_string(n) == *v;
   if (!int_like || n < 1) {
-    specs.Fail("hw:numa_nodes", "the property 'numa_nodes' cannot be " + Quote(*v) +
-                                    "; it must be a number greater than 0",
+    specs.Fail("hw:numa_nodes",
+               "the property 'numa_nodes' cannot be " + Quote(*v) + "; it must be a number greater than 0",
                "InvalidNUMANodesNumber");
   }
   if (n > kMaxGuestNumaNodes) {
-    specs.Fail("hw:numa_nodes", std::to_string(n) + " guest NUMA nodes are more than Nova allows (" +
-                                    std::to_string(kMaxGuestNumaNodes) + ")",
+    specs.Fail("hw:numa_nodes",
+               std::to_string(n) + " guest NUMA nodes are more than Nova allows (" +
+                   std::to_string(kMaxGuestNumaNodes) + ")",
                "InvalidNUMANodesNumber");
   }
   return static_cast<int>(n);
@@ -432,7 +439,8 @@ std::vector<GuestCell> ManualCells(const Specs& specs, const ManualLayout& m, in
     if (cpus.Empty()) specs.Fail(cpus_key, "gives guest NUMA node " + std::to_string(n) + " no vCPU", "");
     for (int cpu : cpus.ToVector()) {
       if (cpu > vcpus - 1) {
-        specs.Fail(cpus_key, "CPU number " + std::to_string(cpu) + " is larger than max " + std::to_string(vcpus - 1),
+        specs.Fail(cpus_key,
+                   "CPU number " + std::to_string(cpu) + " is larger than max " + std::to_string(vcpus - 1),
                    "ImageNUMATopologyCPUOutOfRange");
       }
       if (!unassigned.Contains(cpu)) {
@@ -446,27 +454,29 @@ std::vector<GuestCell> ManualCells(const Specs& specs, const ManualLayout& m, in
   }
   if (!unassigned.Empty()) {
     specs.Fail("hw:numa_cpus.0", "CPU number(s) " + unassigned.ToString() + " are not assigned to any node",
-               "ImageNUMATopologyCPUsUnassigned", "every vCPU 0-" + std::to_string(vcpus - 1) +
-                                                      " must be in exactly one hw:numa_cpus.N");
+               "ImageNUMATopologyCPUsUnassigned",
+               "every vCPU 0-" + std::to_string(vcpus - 1) + " must be in exactly one hw:numa_cpus.N");
   }
   if (total_mib != ram_mib) {
     specs.Fail("hw:numa_mem.0",
-               std::to_string(total_mib) + " MiB of memory assigned, but expected " + std::to_string(ram_mib) + " MiB",
+               std::to_string(total_mib) + " MiB of memory assigned, but expected " +
+                   std::to_string(ram_mib) + " MiB",
                "ImageNUMATopologyMemoryOutOfRange", "hw:numa_mem.N must add up to the flavor's ram");
   }
   return cells;
 }
 
-std::vector<GuestCell> BuildCells(const Specs& specs, std::optional<int> numa_nodes, int vcpus, uint64_t ram_mib,
-                                  const CpuSet& dedicated) {
+std::vector<GuestCell> BuildCells(const Specs& specs, std::optional<int> numa_nodes, int vcpus,
+                                  uint64_t ram_mib, const CpuSet& dedicated) {
   int nodes = numa_nodes.value_or(1);
   ManualLayout m = ReadManualLayout(specs);
   for (const auto* family : {&m.cpus, &m.mem}) {
     for (const auto& [n, value] : *family) {
       if (n >= nodes) {
         std::string key = (family == &m.cpus ? "hw:numa_cpus." : "hw:numa_mem.") + std::to_string(n);
-        specs.Fail(key, "names guest NUMA node " + std::to_string(n) + " but the guest has " + std::to_string(nodes) +
-                            " (hw:numa_nodes" + (numa_nodes ? "" : " unset, so 1") + ")",
+        specs.Fail(key,
+                   "names guest NUMA node " + std::to_string(n) + " but the guest has " +
+                       std::to_string(nodes) + " (hw:numa_nodes" + (numa_nodes ? "" : " unset, so 1") + ")",
                    "ImageNUMATopologyIncomplete", "guest nodes are numbered 0 .. hw:numa_nodes-1");
       }
     }
@@ -474,12 +484,16 @@ std::vector<GuestCell> BuildCells(const Specs& specs, std::optional<int> numa_no
   if (m.cpus.empty() && m.mem.empty()) return AutoCells(specs, nodes, vcpus, ram_mib, dedicated);
   for (int n = 0; n < nodes; ++n) {
     if (!m.cpus.count(n)) {
-      specs.Fail("hw:numa_cpus." + std::to_string(n), "is missing; CPU and memory allocation must be provided for "
-                 "all NUMA nodes", "ImageNUMATopologyIncomplete", kIncompleteHint);
+      specs.Fail("hw:numa_cpus." + std::to_string(n),
+                 "is missing; CPU and memory allocation must be provided for "
+                 "all NUMA nodes",
+                 "ImageNUMATopologyIncomplete", kIncompleteHint);
     }
     if (!m.mem.count(n)) {
-      specs.Fail("hw:numa_mem." + std::to_string(n), "is missing; CPU and memory allocation must be provided for "
-                 "all NUMA nodes", "ImageNUMATopologyIncomplete", kIncompleteHint);
+      specs.Fail("hw:numa_mem." + std::to_string(n),
+                 "is missing; CPU and memory allocation must be provided for "
+                 "all NUMA nodes",
+                 "ImageNUMATopologyIncomplete", kIncompleteHint);
     }
   }
   return ManualCells(specs, m, nodes, vcpus, ram_mib, dedicated);
@@ -501,7 +515,8 @@ std::vector<PciRequest> ReadPciRequests(const Specs& specs, const PciAliasTable&
       if (*v == PciNumaPolicyName(p)) override_policy = p;
     }
     if (!override_policy) {
-      specs.Fail("hw:pci_numa_affinity_policy", "invalid PCI NUMA affinity policy " + Quote(*v), "InvalidPCINUMAAffinity",
+      specs.Fail("hw:pci_numa_affinity_policy", "invalid PCI NUMA affinity policy " + Quote(*v),
+                 "InvalidPCINUMAAffinity",
                  ExpectedOneOf("the policies", {"required", "legacy", "preferred", "socket"}));
     }
   }
@@ -522,8 +537,10 @@ std::vector<PciRequest> ReadPciRequests(const Specs& specs, const PciAliasTable&
     if (name.empty()) specs.Fail(key, Quote(item) + " has no alias name before ':'", "", "write e.g. h100:2");
     long long count = 0;
     if (!ParseInt(item.substr(colon + 1), 1, 1 << 20, &count)) {
-      specs.Fail(key, "count " + Quote(Trim(item.substr(colon + 1))) + " of alias " + Quote(name) +
-                          " is not a whole number >= 1", "", "write e.g. " + name + ":1");
+      specs.Fail(key,
+                 "count " + Quote(Trim(item.substr(colon + 1))) + " of alias " + Quote(name) +
+                     " is not a whole number >= 1",
+                 "", "write e.g. " + name + ":1");
     }
     const PciAlias* alias = aliases.Find(name);
     if (!alias) {
@@ -533,7 +550,8 @@ std::vector<PciRequest> ReadPciRequests(const Specs& specs, const PciAliasTable&
       specs.Fail(key, "alias " + Quote(name) + " matches no entry in " + in, "PciRequestAliasNotDefined",
                  known.empty() ? "define it in the aliases file" : "known aliases: " + known);
     }
-    requests.push_back({name, static_cast<int>(count), alias->specs, override_policy.value_or(alias->numa_policy)});
+    requests.push_back(
+        {name, static_cast<int>(count), alias->specs, override_policy.value_or(alias->numa_policy)});
     if (comma == spec->size()) break;
   }
   return requests;
@@ -566,11 +584,12 @@ GuestCpuTopology ReadGuestTopology(const Specs& specs, int vcpus) {
   std::optional<GuestCpuTopology> best = BestGuestCpuTopology(vcpus, preferred, maximum);
   if (!best) {
     auto limit = [](int v) { return std::to_string(v ? v : 65536); };
-    specs.Fail(first_max_key,
-               "requested vCPU limits " + limit(maximum.sockets) + ":" + limit(maximum.cores) + ":" +
-                   limit(maximum.threads) + " (sockets:cores:threads) are impossible to satisfy for vcpus count " +
-                   std::to_string(vcpus),
-               "ImageVCPULimitsRangeImpossible", "raise hw:cpu_max_* so that sockets*cores*threads can equal vcpus");
+    specs.Fail(
+        first_max_key,
+        "requested vCPU limits " + limit(maximum.sockets) + ":" + limit(maximum.cores) + ":" +
+            limit(maximum.threads) + " (sockets:cores:threads) are impossible to satisfy for vcpus count " +
+            std::to_string(vcpus),
+        "ImageVCPULimitsRangeImpossible", "raise hw:cpu_max_* so that sockets*cores*threads can equal vcpus");
   }
   return *best;
 }
@@ -578,7 +597,8 @@ GuestCpuTopology ReadGuestTopology(const Specs& specs, int vcpus) {
 void CheckFlavorBasics(const Flavor& flavor, const std::string& where) {
   if (flavor.name.empty()) throw InputError(where, "name", "is empty", "every flavor needs a name");
   if (flavor.vcpus < 1 || flavor.vcpus > kMaxVcpus) {
-    throw InputError(where, "vcpus", std::to_string(flavor.vcpus) + " is not between 1 and " + std::to_string(kMaxVcpus));
+    throw InputError(where, "vcpus",
+                     std::to_string(flavor.vcpus) + " is not between 1 and " + std::to_string(kMaxVcpus));
   }
   if (flavor.ram_mib < 1 || flavor.ram_mib > (uint64_t{1} << 40)) {
     throw InputError(where, "ram", std::to_string(flavor.ram_mib) + " MiB is not between 1 MiB and 1 EiB");
@@ -615,7 +635,8 @@ PlacementRequest BuildRequest(const Flavor& flavor, const PciAliasTable& aliases
   req.emulator_policy = c.emulator.value_or(EmulatorPolicy::kShare);
   req.page_size = page_size;
 
-  bool has_topology = nodes || page_size.kind != PageSizeRequest::kNone || req.cpu_policy != CpuPolicy::kShared;
+  bool has_topology =
+      nodes || page_size.kind != PageSizeRequest::kNone || req.cpu_policy != CpuPolicy::kShared;
   if (has_topology) {
     req.cells = BuildCells(specs, nodes, vcpus, flavor.ram_mib, c.dedicated);
   } else {

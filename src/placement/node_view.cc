@@ -4,21 +4,22 @@
 
 namespace accel::placement {
 
-int NodeView::FreeThreads() const {
-  int n = 0;
-  for (const CoreView& c : cores) n += c.free.Count();
-  return n;
-}
-
-int NodeView::WholeFreeCores() const {
-  return static_cast<int>(std::count_if(cores.begin(), cores.end(),
-                                        [](const CoreView& c) { return c.whole_free(); }));
-}
-
 const PoolView* NodeView::Pool(uint64_t size_kib) const {
   for (const PoolView& p : pools)
     if (p.size_kib == size_kib) return &p;
   return nullptr;
+}
+
+std::vector<CoreView> NodeView::Cores() const {
+  std::vector<CoreView> cores;
+  cores.reserve(node->cores.size());
+  for (const CpuSet& core : node->cores) {
+    CoreView c{core.Intersect(dedicated_cpus), {}};
+    if (c.threads.Empty()) continue;
+    c.free = c.threads.Minus(pinned_cpus);
+    cores.push_back(std::move(c));
+  }
+  return cores;
 }
 
 namespace {
@@ -34,6 +35,7 @@ CpuSet AllPinned(const HostUsage& usage) {
 std::vector<PoolView> Pools(const topology::NumaNode& node, const NodeUsage* used,
                             const HostPolicy& policy) {
   std::vector<PoolView> pools;
+  pools.reserve(node.pages.size());
   for (size_t i = 0; i < node.pages.size(); ++i) {
     const topology::HugepagePool& p = node.pages[i];
     uint64_t total = p.total;
@@ -51,6 +53,30 @@ std::vector<PoolView> Pools(const topology::NumaNode& node, const NodeUsage* use
   return pools;
 }
 
+// Counts free CPUs by the shape of their core, without keeping the cores.
+void CountCores(NodeView* v) {
+  // The usual host dedicates every CPU and has few pins: skip the set operations then.
+  const bool all_dedicated = v->dedicated_cpus == v->node->cpus;
+  const bool none_pinned = v->pinned_cpus.Empty();
+  for (const CpuSet& core : v->node->cores) {
+    const int size = core.Count();
+    v->threads_per_core = std::max(v->threads_per_core, size);
+    const int n = all_dedicated ? size : core.Intersect(v->dedicated_cpus).Count();
+    if (n == 0) continue;
+    const CpuSet* threads = &core;
+    CpuSet restricted;
+    if (!all_dedicated) threads = &(restricted = core.Intersect(v->dedicated_cpus));
+    const int free = none_pinned ? n : n - threads->Intersect(v->pinned_cpus).Count();
+    v->free_threads += free;
+    if (free == n) {
+      ++v->whole_free_cores;
+      if (n >= 2) v->whole_free_smt_threads += n;
+    } else {
+      v->partial_free_threads += free;
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<NodeView> BuildNodeViews(const topology::HostTopology& host, const HostUsage& usage,
@@ -60,24 +86,20 @@ std::vector<NodeView> BuildNodeViews(const topology::HostTopology& host, const H
   const CpuSet shared = policy.cpu_shared_set ? policy.cpu_shared_set->Intersect(all) : all;
   const CpuSet pinned = AllPinned(usage);
 
-  std::vector<NodeView> views;
-  views.reserve(host.numa_nodes.size());
+  std::vector<NodeView> views(host.numa_nodes.size());
   for (size_t i = 0; i < host.numa_nodes.size(); ++i) {
     const topology::NumaNode& node = host.numa_nodes[i];
-    NodeView v;
+    NodeView& v = views[i];
     v.index = static_cast<int>(i);
     v.id = node.id;
     v.package = node.package;
+    v.node = &node;
     v.dedicated_cpus = node.cpus.Intersect(dedicated);
     v.shared_cpus = node.cpus.Intersect(shared);
     v.pinned_cpus = node.cpus.Intersect(pinned);
-    for (const CpuSet& core : node.cores) {
-      v.threads_per_core = std::max(v.threads_per_core, core.Count());
-      CoreView c{core.Intersect(dedicated), {}};
-      if (c.threads.Empty()) continue;
-      c.free = c.threads.Minus(pinned);
-      v.cores.push_back(std::move(c));
-    }
+    CountCores(&v);
+    v.shared_free = v.shared_cpus.Count() - v.shared_cpus.Intersect(v.pinned_cpus).Count();
+    v.dedicated_in_shared = v.dedicated_cpus.IsSubsetOf(v.shared_cpus);
     auto it = usage.nodes.find(node.id);
     const NodeUsage* used = it == usage.nodes.end() ? nullptr : &it->second;
     v.shared_vcpus_used = used ? used->shared_vcpus : 0;
@@ -86,7 +108,6 @@ std::vector<NodeView> BuildNodeViews(const topology::HostTopology& host, const H
     v.untouched = v.pinned_cpus.Empty() && v.shared_vcpus_used == 0;
     if (used)
       for (const auto& [size, n] : used->pages_used) v.untouched = v.untouched && n == 0;
-    views.push_back(std::move(v));
   }
   for (const topology::PciDevice& d : host.pci) {
     if (!d.is_accelerator() || usage.devices.count(d.address)) continue;

@@ -1,6 +1,8 @@
-// NodeView: one host NUMA node as the engine sees it under a policy and current usage: which
-// CPUs are free for pinning (grouped by core), which run shared vCPUs, how many pages of each
-// size are left. Built once per Place() call; read-only afterwards.
+// NodeView: one host NUMA node as the engine sees it under a policy and current usage: how many
+// CPUs are free for pinning and in what shape (whole cores, partly held cores), which CPUs run
+// shared vCPUs, how many pages of each size are left. Built once per Place() call without
+// allocating per core; the per-core view (Cores()) is built only for the nodes a guest lands
+// on. Read-only after construction.
 #pragma once
 
 #include <cstdint>
@@ -29,19 +31,25 @@ struct NodeView {
   int index = 0;          ///< index in HostTopology::numa_nodes
   int id = 0;             ///< OS node id
   int package = -1;       ///< package id, -1 unknown
-  std::vector<CoreView> cores;  ///< cores with at least one dedicated-eligible CPU, ascending
+  const topology::NumaNode* node = nullptr;  ///< the topology's node (owned by the host)
   int threads_per_core = 1;     ///< largest configured sibling set on the node
   CpuSet dedicated_cpus;  ///< node CPUs in the dedicated set
   CpuSet shared_cpus;     ///< node CPUs in the shared set
   CpuSet pinned_cpus;     ///< node CPUs held by pinned guests
+  int free_threads = 0;          ///< dedicated CPUs nobody holds
+  int whole_free_cores = 0;      ///< cores whose dedicated CPUs are all free
+  int whole_free_smt_threads = 0;///< CPUs in whole free cores of 2+ dedicated threads
+  int partial_free_threads = 0;  ///< free CPUs on cores that are partly held
+  int shared_free = 0;           ///< shared CPUs nobody pinned
+  bool dedicated_in_shared = false;  ///< every dedicated CPU is also a shared CPU
   int shared_vcpus_used = 0;    ///< floating vCPUs already charged here
   double shared_capacity = 0;   ///< |shared_cpus| x cpu_allocation_ratio
   std::vector<PoolView> pools;  ///< ascending by size; pools[0] is the base page pool
   int free_accelerators = 0;    ///< unused GPUs/HPUs local to the node
   bool untouched = true;        ///< nothing is held on this node
 
-  int FreeThreads() const;
-  int WholeFreeCores() const;
+  /// The node's cores with at least one dedicated CPU, in topology order, with free threads.
+  std::vector<CoreView> Cores() const;
   const PoolView* Pool(uint64_t size_kib) const;
 };
 

@@ -73,7 +73,7 @@ class EntryReader {
     for (char c : text) ok = ok && std::isxdigit(static_cast<unsigned char>(c));
     if (!ok) {
       Fail(key, Quote(text) + " is not 4 hex digits",
-           "write the id as lspci -nn shows it, without 0x, e.g. \"10de\" (Nova: PciInvalidAlias)");
+           "write the id as lspci -nn shows it, without 0x, e.g. \"10de\"; Nova: PciInvalidAlias");
     }
     return static_cast<uint16_t>(std::stoul(text, nullptr, 16));
   }
@@ -87,7 +87,7 @@ class EntryReader {
     if (type == "vdpa") Fail("device_type", "'vdpa' devices are not supported by accel");
     Fail("device_type", Quote(type) + " is not a device type",
          "use type-PCI (a whole device), type-PF (an SR-IOV physical function) or type-VF "
-         "(a virtual function) (Nova: PciInvalidAlias)");
+         "(a virtual function); Nova: PciInvalidAlias");
   }
 
   PciNumaPolicy Policy(const json& entry) const {
@@ -95,12 +95,12 @@ class EntryReader {
     if (it == entry.end()) return PciNumaPolicy::kLegacy;
     if (!it->is_string()) Fail("numa_policy", "must be a string");
     std::string p = it->get<std::string>();
-    for (PciNumaPolicy policy : {PciNumaPolicy::kRequired, PciNumaPolicy::kLegacy,
-                                 PciNumaPolicy::kPreferred, PciNumaPolicy::kSocket}) {
+    for (PciNumaPolicy policy : {PciNumaPolicy::kRequired, PciNumaPolicy::kLegacy, PciNumaPolicy::kPreferred,
+                                 PciNumaPolicy::kSocket}) {
       if (p == PciNumaPolicyName(policy)) return policy;
     }
     Fail("numa_policy", Quote(p) + " is not a NUMA policy",
-         "use required, legacy, preferred or socket (Nova: PciInvalidAlias)");
+         "use required, legacy, preferred or socket; Nova: PciInvalidAlias");
   }
 
   void CheckKeys(const json& entry) const {
@@ -117,8 +117,8 @@ class EntryReader {
         Fail(key, "is not supported by accel (it belongs to PCI in Placement)",
              "match devices by vendor_id and product_id");
       }
-      Fail(key, "is not an alias field", std::string("known fields: ") + kKnownKeys +
-                                            " (Nova: PciInvalidAlias)");
+      Fail(key, "is not an alias field",
+           std::string("known fields: ") + kKnownKeys + "; Nova: PciInvalidAlias");
     }
   }
 
@@ -148,8 +148,8 @@ void AddEntry(const json& entry, const std::string& where, const std::string& pr
       r.Fail("numa_policy",
              std::string("is ") + PciNumaPolicyName(policy) + " but an earlier entry of alias " +
                  Quote(name) + " says " + PciNumaPolicyName(a.numa_policy),
-             "entries sharing a name must agree on numa_policy (Nova: PciInvalidAlias, NUMA "
-             "policy mismatch); an entry without numa_policy means legacy");
+             "entries sharing a name must agree on numa_policy, and an entry without one means "
+             "legacy; Nova: PciInvalidAlias (NUMA policy mismatch)");
     }
     a.specs.push_back(std::move(spec));
     return;
@@ -266,8 +266,6 @@ PciAliasTable ParsePciAliasText(std::string_view text, const std::string& where)
   return ParsePciAliases(ParseStructuredText(text, where), where);
 }
 
-PciAliasTable LoadPciAliases(const std::string& path) {
-  return ParsePciAliasText(ReadWholeFile(path), path);
-}
+PciAliasTable LoadPciAliases(const std::string& path) { return ParsePciAliasText(ReadWholeFile(path), path); }
 
 }  // namespace accel::placement

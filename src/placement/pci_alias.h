@@ -5,15 +5,17 @@
 //   [{"name": "h100", "vendor_id": "10de", "product_id": "2330",
 //     "device_type": "type-PCI", "numa_policy": "required"}, ...]
 // Several entries with the same name are alternatives: a device matching any of them satisfies
-// the alias (Nova's multi-spec alias); they must agree on numa_policy. Immutable after loading;
-// a const table may be shared across threads.
+// the alias (Nova's multi-spec alias); they must agree on numa_policy. Checks follow Nova's alias
+// schema (4-digit hex ids, known device types and policies, no unknown fields) and add two of
+// accel's own: vendor_id is required (without a Nova device_spec whitelist, an alias without
+// one would match every PCI device) and names cannot hold ':' or ',' (pci_passthrough:alias
+// could not name them). Immutable after loading; a const table may be shared across threads.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "placement/request.h"
 
@@ -21,9 +23,9 @@ namespace accel::placement {
 
 /// One alias name with all its device specs.
 struct PciAlias {
-  std::string name;                                  ///< as pci_passthrough:alias names it
+  std::string name;                                    ///< as pci_passthrough:alias names it
   PciNumaPolicy numa_policy = PciNumaPolicy::kLegacy;  ///< the entries' numa_policy; legacy if unset
-  std::vector<PciSpec> specs;                        ///< alternatives, in file order
+  std::vector<PciSpec> specs;                          ///< alternatives, in file order
 };
 
 class PciAliasTable {

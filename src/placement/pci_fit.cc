@@ -25,6 +25,7 @@ bool SpecMatches(const PciSpec& spec, const topology::PciDevice& dev) {
 DevicePool::DevicePool(const topology::HostTopology& host, const HostUsage& usage,
                        const std::vector<NodeView>& nodes, const std::vector<PciRequest>& requests)
     : nodes_(nodes), requests_(requests), matches_(requests.size()) {
+  if (requests.empty()) return;
   for (const topology::PciDevice& d : host.pci) {
     if (usage.devices.count(d.address)) continue;
     bool any = false;

@@ -13,17 +13,18 @@ namespace accel::placement {
 
 namespace {
 
-const CoreView* CoreOf(const NodeView& v, int cpu) {
-  for (const CoreView& c : v.cores)
+const CoreView* CoreOf(const std::vector<CoreView>& cores, int cpu) {
+  for (const CoreView& c : cores)
     if (c.threads.Contains(cpu)) return &c;
   return nullptr;
 }
 
 std::string CheckThreads(const NodeView& v, const PlacementRequest& req, const CellPlacement& c,
                          const CpuSet& pinned) {
+  const std::vector<CoreView> cores = v.Cores();
   std::map<const CoreView*, int> per_core;
   for (int cpu : pinned.ToVector()) {
-    const CoreView* core = CoreOf(v, cpu);
+    const CoreView* core = CoreOf(cores, cpu);
     if (!core || !core->free.Contains(cpu))
       return "CPU " + std::to_string(cpu) + " is not a free dedicated CPU of node " + std::to_string(v.id);
     ++per_core[core];
@@ -75,7 +76,8 @@ std::string CheckEmulator(const std::vector<NodeView>& views, const topology::Ho
   if (p.emulator_cpus.Count() != 1) return "emulator isolate needs exactly one emulator CPU";
   const NodeView& v = views[host.NodeIndex(p.cells[0].host_node)];
   int cpu = p.emulator_cpus.First();
-  const CoreView* core = CoreOf(v, cpu);
+  const std::vector<CoreView> cores = v.Cores();
+  const CoreView* core = CoreOf(cores, cpu);
   if (!core || !core->free.Contains(cpu)) return "emulator CPU is not a free dedicated CPU of guest cell 0's node";
   if (taken.Contains(cpu)) return "emulator CPU is also pinned to a vCPU";
   CpuSet expect = p.emulator_cpus;

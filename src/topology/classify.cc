@@ -23,13 +23,18 @@ constexpr uint16_t kAmdBoardVga[] = {0x515e /* ES1000 */, 0x5159 /* Radeon 7000/
 
 // SR-IOV virtual-function device ids (lspci calls them "... Virtual Function").
 constexpr std::pair<uint16_t, uint16_t> kKnownVfs[] = {
-    {0x8086, 0x10ca}, {0x8086, 0x10ed}, {0x8086, 0x1515}, {0x8086, 0x1520},  // 82576/82599/X540/I350
-    {0x8086, 0x154c}, {0x8086, 0x1565}, {0x8086, 0x1889}, {0x8086, 0x37cd},  // X710/X550/E810/X722
-    {0x15b3, 0x1002}, {0x15b3, 0x1004}, {0x15b3, 0x1012}, {0x15b3, 0x1014},  // ConnectX-2..4
-    {0x15b3, 0x1016}, {0x15b3, 0x1018}, {0x15b3, 0x101a}, {0x15b3, 0x101c},  // ConnectX-4 Lx..6
-    {0x15b3, 0x101e}, {0x15b3, 0xa2d3},                                      // CX family, BlueField
-    {0x14e4, 0x16dc}, {0x14e4, 0x16d3}, {0x14e4, 0x1806}, {0x14e4, 0x1807},  // Broadcom NetXtreme
-    {0x1137, 0x00cf},                                                         // Cisco VIC usNIC
+    {0x8086, 0x10ca}, {0x8086, 0x10ed},
+    {0x8086, 0x1515}, {0x8086, 0x1520},  // 82576/82599/X540/I350
+    {0x8086, 0x154c}, {0x8086, 0x1565},
+    {0x8086, 0x1889}, {0x8086, 0x37cd},  // X710/X550/E810/X722
+    {0x15b3, 0x1002}, {0x15b3, 0x1004},
+    {0x15b3, 0x1012}, {0x15b3, 0x1014},  // ConnectX-2..4
+    {0x15b3, 0x1016}, {0x15b3, 0x1018},
+    {0x15b3, 0x101a}, {0x15b3, 0x101c},  // ConnectX-4 Lx..6
+    {0x15b3, 0x101e}, {0x15b3, 0xa2d3},  // CX family, BlueField
+    {0x14e4, 0x16dc}, {0x14e4, 0x16d3},
+    {0x14e4, 0x1806}, {0x14e4, 0x1807},  // Broadcom NetXtreme
+    {0x1137, 0x00cf},                    // Cisco VIC usNIC
 };
 
 }  // namespace
@@ -65,8 +70,8 @@ OsDeviceKind ClassifyOsDeviceName(std::string_view name) {
   auto starts = [&](std::string_view prefix) { return name.substr(0, prefix.size()) == prefix; };
   auto digit_at = [&](size_t i) { return i < name.size() && name[i] >= '0' && name[i] <= '9'; };
   static constexpr std::string_view kRdmaPrefixes[] = {
-      "mlx4_", "mlx5_", "hfi1_", "qib", "usnic_", "bnxt_re", "irdma", "i40iw",
-      "efa_",  "rxe",   "siw",   "qedr", "ionic_", "erdma", "mana_", "hns_"};
+      "mlx4_", "mlx5_", "hfi1_", "qib",  "usnic_", "bnxt_re", "irdma", "i40iw",
+      "efa_",  "rxe",   "siw",   "qedr", "ionic_", "erdma",   "mana_", "hns_"};
   for (std::string_view p : kRdmaPrefixes)
     if (starts(p)) return OsDeviceKind::kRdma;
   // ib0 / ibp24s0 / ibs1: IPoIB interfaces; eth*/en*/bond*/hsn*: Ethernet and Slingshot.

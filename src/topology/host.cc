@@ -14,10 +14,14 @@ struct RoleName {
 };
 
 constexpr RoleName kRoleNames[] = {
-    {PciRole::kHostBridge, "host_bridge"}, {PciRole::kBridge, "bridge"},
-    {PciRole::kGpu, "gpu"},                {PciRole::kHpu, "hpu"},
-    {PciRole::kNvSwitch, "nvswitch"},      {PciRole::kNic, "nic"},
-    {PciRole::kStorage, "storage"},        {PciRole::kOther, "other"},
+    {PciRole::kHostBridge, "host_bridge"},
+    {PciRole::kBridge, "bridge"},
+    {PciRole::kGpu, "gpu"},
+    {PciRole::kHpu, "hpu"},
+    {PciRole::kNvSwitch, "nvswitch"},
+    {PciRole::kNic, "nic"},
+    {PciRole::kStorage, "storage"},
+    {PciRole::kOther, "other"},
 };
 
 bool IsLowerHex(std::string_view s, size_t min_digits, size_t max_digits) {
@@ -172,8 +176,7 @@ std::string CheckPci(const HostTopology& host) {
       return "pci[" + std::to_string(i) + "].address: \"" + dev.address + "\" is not " +
              (host_bridge ? "a root bus name like pci0000:00"
                           : "a PCI address like 0000:18:00.0 (lower-case hex)");
-    if (!position.emplace(dev.address, i).second)
-      return label + ".address: appears twice";
+    if (!position.emplace(dev.address, i).second) return label + ".address: appears twice";
     if (host_bridge != dev.parent.empty())
       return label + ".parent: " +
              (host_bridge ? "a host bridge has no parent" : "only host bridges have no parent");
@@ -230,10 +233,14 @@ CpuSet HostTopology::AllCpus() const {
 std::string AcceleratorVendor(const PciDevice& dev) {
   if (!dev.is_accelerator()) return "";
   switch (dev.vendor_id) {
-    case 0x10de: return "nvidia";
-    case 0x1002: return "amd";
-    case 0x1da3: return "habana";
-    default: return "";
+    case 0x10de:
+      return "nvidia";
+    case 0x1002:
+      return "amd";
+    case 0x1da3:
+      return "habana";
+    default:
+      return "";
   }
 }
 

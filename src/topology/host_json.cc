@@ -4,10 +4,9 @@
 #include <cstdio>
 #include <initializer_list>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/error.h"
 
@@ -39,9 +38,7 @@ std::string Number(double v) {
   return Json(v).dump();
 }
 
-std::string Field(const char* key, const std::string& value) {
-  return Quote(key) + ": " + value;
-}
+std::string Field(const char* key, const std::string& value) { return Quote(key) + ": " + value; }
 
 std::string InlineList(const std::vector<std::string>& items) {
   std::string out = "[";
@@ -70,6 +67,15 @@ std::string Block(const std::vector<std::string>& items, const std::string& inde
   return out + indent + "]";
 }
 
+// An object with one member per line; members sit two spaces deeper than `indent`, where the
+// closing brace goes.
+std::string MultiLineObject(const std::vector<std::string>& fields, const std::string& indent) {
+  std::string out = "{\n";
+  for (size_t i = 0; i < fields.size(); ++i)
+    out += indent + "  " + fields[i] + (i + 1 < fields.size() ? ",\n" : "\n");
+  return out + indent + "}";
+}
+
 std::string PackageJson(const Package& pkg) {
   std::vector<std::string> fields = {Field("id", std::to_string(pkg.id)),
                                      Field("cpus", Quote(pkg.cpus.ToString()))};
@@ -85,16 +91,12 @@ std::string NodeJson(const NumaNode& node) {
                                   Field("total", std::to_string(p.total)),
                                   Field("free", std::to_string(p.free))}));
   for (int d : node.distances) distances.push_back(std::to_string(d));
-  const std::string in = "      ";
-  return "{\n" +
-         in + Field("id", std::to_string(node.id)) + ",\n" +
-         in + Field("package", std::to_string(node.package)) + ",\n" +
-         in + Field("cpus", Quote(node.cpus.ToString())) + ",\n" +
-         in + Field("cores", InlineList(cores)) + ",\n" +
-         in + Field("memory_kib", std::to_string(node.memory_kib)) + ",\n" +
-         in + Field("hugepages", Block(pools, in)) + ",\n" +
-         in + Field("distances", InlineList(distances)) + "\n" +
-         "    }";
+  return MultiLineObject(
+      {Field("id", std::to_string(node.id)), Field("package", std::to_string(node.package)),
+       Field("cpus", Quote(node.cpus.ToString())), Field("cores", InlineList(cores)),
+       Field("memory_kib", std::to_string(node.memory_kib)),
+       Field("hugepages", Block(pools, "      ")), Field("distances", InlineList(distances))},
+      "    ");
 }
 
 // One PCI object as up to four lines: identity; ids and locality; name and OS devices; SR-IOV.
@@ -282,11 +284,11 @@ HugepagePool ReadPool(const Reader& r, const Json& v, const std::string& path) {
 }
 
 NumaNode ReadNode(const Reader& r, const Json& v, const std::string& path) {
-  r.Object(v, path,
-           {"id", "package", "cpus", "cores", "memory_kib", "hugepages", "distances"});
+  r.Object(v, path, {"id", "package", "cpus", "cores", "memory_kib", "hugepages", "distances"});
   NumaNode node;
   node.id = r.Int(r.Require(v, path, "id"), Reader::Join(path, "id"), 0);
-  if (const Json* p = r.Find(v, "package")) node.package = r.Int(*p, Reader::Join(path, "package"), -1);
+  if (const Json* p = r.Find(v, "package"))
+    node.package = r.Int(*p, Reader::Join(path, "package"), -1);
   node.cpus = r.Cpus(r.Require(v, path, "cpus"), Reader::Join(path, "cpus"));
   std::string cores_path = Reader::Join(path, "cores");
   const Json& cores = r.Array(r.Require(v, path, "cores"), cores_path);
@@ -315,7 +317,8 @@ void ReadPciFunction(const Reader& r, const Json& v, const std::string& path, Pc
   if (const Json* x = r.Find(v, "numa_node")) dev->numa_node = r.Int(*x, at("numa_node"), -1);
   if (const Json* x = r.Find(v, "link_gbps")) dev->link_gbps = r.Gbps(*x, at("link_gbps"));
   if (const Json* x = r.Find(v, "name")) dev->name = r.String(*x, at("name"));
-  if (const Json* x = r.Find(v, "rdma_devices")) dev->rdma_devices = r.Strings(*x, at("rdma_devices"));
+  if (const Json* x = r.Find(v, "rdma_devices"))
+    dev->rdma_devices = r.Strings(*x, at("rdma_devices"));
   if (const Json* x = r.Find(v, "netdevs")) dev->netdevs = r.Strings(*x, at("netdevs"));
   if (const Json* x = r.Find(v, "os_devices")) dev->os_devices = r.Strings(*x, at("os_devices"));
   if (const Json* x = r.Find(v, "sriov_total_vfs"))
@@ -379,14 +382,12 @@ std::string ToJson(const HostTopology& host) {
   for (const Package& pkg : host.packages) packages.push_back(PackageJson(pkg));
   for (const NumaNode& node : host.numa_nodes) nodes.push_back(NodeJson(node));
   for (const PciDevice& dev : host.pci) pci.push_back(PciJson(dev));
-  return "{\n"
-         "  " + Field("schema", Quote(kHostSchema)) + ",\n"
-         "  " + Field("hostname", Quote(host.hostname)) + ",\n"
-         "  " + Field("source", Quote(host.source)) + ",\n"
-         "  " + Field("packages", Block(packages, "  ")) + ",\n"
-         "  " + Field("numa_nodes", Block(nodes, "  ")) + ",\n"
-         "  " + Field("pci", Block(pci, "  ")) + "\n"
-         "}\n";
+  return MultiLineObject(
+             {Field("schema", Quote(kHostSchema)), Field("hostname", Quote(host.hostname)),
+              Field("source", Quote(host.source)), Field("packages", Block(packages, "  ")),
+              Field("numa_nodes", Block(nodes, "  ")), Field("pci", Block(pci, "  "))},
+             "") +
+         "\n";
 }
 
 HostTopology HostFromJson(const std::string& text, const std::string& where) {
@@ -398,7 +399,8 @@ HostTopology HostFromJson(const std::string& text, const std::string& where) {
     // nlohmann's message starts with "[json.exception.parse_error.101] "; keep the rest.
     std::string what = e.what();
     size_t end = what.find("] ");
-    reader.Fail("", "is not valid JSON: " + (end == std::string::npos ? what : what.substr(end + 2)),
+    reader.Fail("",
+                "is not valid JSON: " + (end == std::string::npos ? what : what.substr(end + 2)),
                 "check the syntax; docs/schemas.md shows a complete host");
   }
   HostTopology host = ReadHost(reader, doc);

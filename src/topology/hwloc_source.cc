@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <climits>
-#include <cstdio>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -22,8 +22,8 @@ namespace accel::topology {
 
 namespace {
 
-constexpr int kMaxCpu = 65535;       // CpuSet's limit
-constexpr int kMaxPciDepth = 64;     // deeper trees are not real machines
+constexpr int kMaxCpu = 65535;    // CpuSet's limit
+constexpr int kMaxPciDepth = 64;  // deeper trees are not real machines
 constexpr uint64_t kDefaultBasePageKib = 4;
 
 struct TopologyDeleter {
@@ -45,8 +45,7 @@ bool IsPciObject(hwloc_obj_t obj) {
 }
 
 bool IsHostBridge(hwloc_obj_t obj) {
-  return obj->type == HWLOC_OBJ_BRIDGE &&
-         obj->attr->bridge.upstream_type == HWLOC_OBJ_BRIDGE_HOST;
+  return obj->type == HWLOC_OBJ_BRIDGE && obj->attr->bridge.upstream_type == HWLOC_OBJ_BRIDGE_HOST;
 }
 
 const hwloc_obj_attr_u::hwloc_pcidev_attr_s& PciAttr(hwloc_obj_t obj) {
@@ -99,12 +98,13 @@ class HwlocReader {
     std::vector<int> ids;
     for (hwloc_obj_t o : objs)
       ids.push_back(o->os_index == HWLOC_UNKNOWN_INDEX || o->os_index > INT_MAX
-                        ? -1 : static_cast<int>(o->os_index));
+                        ? -1
+                        : static_cast<int>(o->os_index));
     std::vector<int> sorted = ids;
     std::sort(sorted.begin(), sorted.end());
-    bool usable = sorted.empty() ||
-                  (sorted.front() >= 0 && std::adjacent_find(sorted.begin(), sorted.end()) ==
-                                              sorted.end());
+    bool usable =
+        sorted.empty() ||
+        (sorted.front() >= 0 && std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end());
     if (!usable)
       for (size_t i = 0; i < objs.size(); ++i) ids[i] = static_cast<int>(objs[i]->logical_index);
     return ids;
@@ -160,8 +160,8 @@ class HwlocReader {
       std::vector<HugepagePool> huge;
       const auto& attr = nodes[i]->attr->numanode;
       for (unsigned t = 0; t < attr.page_types_len; ++t)
-        huge.push_back({attr.page_types[t].size / 1024, attr.page_types[t].count,
-                        attr.page_types[t].count});
+        huge.push_back(
+            {attr.page_types[t].size / 1024, attr.page_types[t].count, attr.page_types[t].count});
       node.pages = BuildPagePools(node.memory_kib, base_page_kib_, huge);
     }
     // Cores: PUs of one node grouped by their Core ancestor (a PU without one is its own core).
@@ -195,8 +195,8 @@ class HwlocReader {
         count == 0)
       return;
     std::vector<hwloc_distances_s*> matrices(count, nullptr);
-    if (hwloc_distances_get_by_type(topo_, HWLOC_OBJ_NUMANODE, &count, matrices.data(), kind,
-                                    0) != 0)
+    if (hwloc_distances_get_by_type(topo_, HWLOC_OBJ_NUMANODE, &count, matrices.data(), kind, 0) !=
+        0)
       return;
     size_t n = host->numa_nodes.size();
     bool done = false;
@@ -272,8 +272,9 @@ class HwlocReader {
     if (os->name == nullptr || *os->name == '\0') return;
     std::string name = os->name;
     OsDeviceKind kind = os->attr->osdev.type == HWLOC_OBJ_OSDEV_OPENFABRICS ? OsDeviceKind::kRdma
-                        : os->attr->osdev.type == HWLOC_OBJ_OSDEV_NETWORK   ? OsDeviceKind::kNetdev
-                                                                            : ClassifyOsDeviceName(name);
+                        : os->attr->osdev.type == HWLOC_OBJ_OSDEV_NETWORK
+                            ? OsDeviceKind::kNetdev
+                            : ClassifyOsDeviceName(name);
     (kind == OsDeviceKind::kRdma     ? dev->rdma_devices
      : kind == OsDeviceKind::kNetdev ? dev->netdevs
                                      : dev->os_devices)
@@ -302,7 +303,8 @@ class HwlocReader {
   // bridge hwloc found, or one named after the object's own bus when hwloc has none.
   void ReadPci(HostTopology* host) {
     std::map<std::string, std::vector<hwloc_obj_t>> roots;
-    for (hwloc_obj_t o = hwloc_get_next_bridge(topo_, nullptr); o; o = hwloc_get_next_bridge(topo_, o)) {
+    for (hwloc_obj_t o = hwloc_get_next_bridge(topo_, nullptr); o;
+         o = hwloc_get_next_bridge(topo_, o)) {
       if (IsHostBridge(o)) {
         const auto& down = o->attr->bridge.downstream.pci;
         std::vector<hwloc_obj_t>& children = roots[RootBusAddress(down.domain, down.secondary_bus)];
@@ -312,7 +314,8 @@ class HwlocReader {
         roots[RootBusAddress(PciAttr(o).domain, PciAttr(o).bus)].push_back(o);
       }
     }
-    for (hwloc_obj_t o = hwloc_get_next_pcidev(topo_, nullptr); o; o = hwloc_get_next_pcidev(topo_, o))
+    for (hwloc_obj_t o = hwloc_get_next_pcidev(topo_, nullptr); o;
+         o = hwloc_get_next_pcidev(topo_, o))
       if (!IsPciObject(o->parent) && (o->parent == nullptr || !IsHostBridge(o->parent)))
         roots[RootBusAddress(PciAttr(o).domain, PciAttr(o).bus)].push_back(o);
     for (const auto& [address, children] : roots) {
@@ -350,8 +353,7 @@ void InferVirtualFunctions(HostTopology* host) {
     PciDevice& dev = host->pci[i];
     auto candidate = [&](size_t j) {
       const PciDevice& c = host->pci[j];
-      return !vf[j] && c.parent == dev.parent && c.vendor_id == dev.vendor_id &&
-             c.role == dev.role;
+      return !vf[j] && c.parent == dev.parent && c.vendor_id == dev.vendor_id && c.role == dev.role;
     };
     int pf = -1;  // siblings are in address order: the last one before, else the first after
     for (size_t j = 0; j < i; ++j)
@@ -382,8 +384,8 @@ uint64_t ExportBasePageKib(hwloc_topology_t topo) {
 }
 
 std::string BaseName(const std::string& path) {
-  std::string name = path.substr(path.find_last_of('/') == std::string::npos
-                                     ? 0 : path.find_last_of('/') + 1);
+  std::string name =
+      path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
   size_t dot = name.find_last_of('.');
   return dot == std::string::npos || dot == 0 ? name : name.substr(0, dot);
 }
@@ -426,8 +428,9 @@ HostTopology LoadHwlocXml(const std::string& path) {
 
 HostTopology LoadHwlocXmlText(const std::string& xml, const std::string& where,
                               const std::string& fallback_hostname) {
-  const char* hint = "give an XML file written by lstopo or hwloc-gather-topology; "
-                     "HWLOC_XML_VERBOSE=1 shows hwloc's reason";
+  const char* hint =
+      "give an XML file written by lstopo or hwloc-gather-topology; "
+      "HWLOC_XML_VERBOSE=1 shows hwloc's reason";
   std::string text = DowngradeHwlocXml(xml);
   if (text.size() >= INT_MAX) throw InputError(where, "", "is too large for hwloc", hint);
   hwloc_topology_t raw = nullptr;
@@ -440,7 +443,8 @@ HostTopology LoadHwlocXmlText(const std::string& xml, const std::string& where,
     throw InputError(where, "", "is not an hwloc XML topology that hwloc can load", hint);
   HostTopology host = HwlocReader(raw, where, ExportBasePageKib(raw)).Read();
   host.source = "hwloc-xml:" + where;
-  if (host.hostname.empty()) host.hostname = fallback_hostname.empty() ? "unknown" : fallback_hostname;
+  if (host.hostname.empty())
+    host.hostname = fallback_hostname.empty() ? "unknown" : fallback_hostname;
   InferVirtualFunctions(&host);
   CheckOrThrow(host, where);
   return host;

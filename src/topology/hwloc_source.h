@@ -4,8 +4,8 @@
 // devices: I/O filter KEEP_ALL). The live source adds what hwloc does not carry: hugepage
 // pools (sysfs_hugepages.h) and SR-IOV state from sysfs. XML written by hwloc 3.0
 // (topology version="3.0"), which Debian's hwloc 2.9 refuses, is downgraded in memory first.
-// Functions are safe to call from several threads, except that the first XML load sets
-// HWLOC_XML_VERBOSE=0 in the environment when it is unset (keeps hwloc's warnings off stderr).
+// Each call builds and destroys its own hwloc topology: safe from several threads. hwloc's XML
+// warnings stay off stderr unless HWLOC_XML_VERBOSE=1 is set (hwloc's own default).
 #pragma once
 
 #include <string>

@@ -98,8 +98,7 @@ std::string ApplyEdits(std::string xml, std::vector<Edit> edits) {
 
 int MapOsdevTypeV3ToV2(unsigned v3_type, std::string_view name) {
   // STORAGE (1) and MEMORY (2) both become BLOCK, v2's only storage-like type.
-  constexpr unsigned kGpu = 4, kCoproc = 8, kNetwork = 16, kOpenFabrics = 32,
-                     kDma = 64;
+  constexpr unsigned kGpu = 4, kCoproc = 8, kNetwork = 16, kOpenFabrics = 32, kDma = 64;
   constexpr int kBlock2 = 0, kGpu2 = 1, kNetwork2 = 2, kOpenFabrics2 = 3, kDma2 = 4, kCoproc2 = 5;
   if (v3_type & kOpenFabrics) return kOpenFabrics2;
   if (v3_type & kNetwork) return kNetwork2;
@@ -156,8 +155,7 @@ std::string DowngradeHwlocXml(const std::string& xml) {
     for (const std::string& info : top_infos) moved += "\n" + info;
     edits.push_back({root_open_end, 0, moved});
   }
-  std::sort(edits.begin(), edits.end(),
-            [](const Edit& a, const Edit& b) { return a.pos < b.pos; });
+  std::sort(edits.begin(), edits.end(), [](const Edit& a, const Edit& b) { return a.pos < b.pos; });
   return ApplyEdits(xml, std::move(edits));
 }
 

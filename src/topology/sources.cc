@@ -24,15 +24,16 @@ std::string FileBaseName(const std::string& path) {
 
 std::string ReadInputFile(const std::string& path) {
   std::unique_ptr<FILE, int (*)(FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (!file) throw InputError(path, "", std::string("cannot open: ") + std::strerror(errno),
-                              "check the path and its permissions");
+  if (!file)
+    throw InputError(path, "", std::string("cannot open: ") + std::strerror(errno),
+                     "check the path and its permissions");
   std::string text;
   char buf[1 << 16];
   size_t n;
   while ((n = std::fread(buf, 1, sizeof buf, file.get())) > 0) text.append(buf, n);
   if (std::ferror(file.get()))
     throw InputError(path, "", std::string("cannot read: ") + std::strerror(errno),
-                     "is it a directory?");
+                     "give a regular file");
   return text;
 }
 

@@ -2,7 +2,7 @@
 //
 // A spec is "live" (this machine, via hwloc + sysfs) or a file, recognized by its content:
 // accel's JSON (accel.host/v1, first non-blank character '{') or an hwloc XML export ('<').
-// Functions are safe from any thread (see hwloc_source.h for the one caveat).
+// Functions are safe from any thread.
 #pragma once
 
 #include <string>

@@ -17,10 +17,10 @@ namespace accel::topology {
 
 /// One NUMA node's memory as sysfs reports it.
 struct SysfsNodeMemory {
-  int node = 0;                          ///< N of nodeN
-  uint64_t total_kib = 0;                ///< "Node N MemTotal"
-  uint64_t free_kib = 0;                 ///< "Node N MemFree"
-  std::vector<HugepagePool> hugepages;   ///< hugepages-*kB pools ascending by size (no base pages)
+  int node = 0;                         ///< N of nodeN
+  uint64_t total_kib = 0;               ///< "Node N MemTotal"
+  uint64_t free_kib = 0;                ///< "Node N MemFree"
+  std::vector<HugepagePool> hugepages;  ///< hugepages-*kB pools ascending by size (no base pages)
 };
 
 /// Returns every SYSFS_ROOT/devices/system/node/nodeN that has a readable meminfo, ascending

@@ -43,8 +43,8 @@ std::string Plural(size_t n, const std::string& one, const std::string& many) {
 
 // Devices an operator places guests on: accelerators, NVSwitches and NICs, not VFs.
 bool IsListed(const PciDevice& dev) {
-  return !dev.is_vf() && (dev.is_accelerator() || dev.role == PciRole::kNvSwitch ||
-                          dev.role == PciRole::kNic);
+  return !dev.is_vf() &&
+         (dev.is_accelerator() || dev.role == PciRole::kNvSwitch || dev.role == PciRole::kNic);
 }
 
 // Threads per core when uniform ("6 cores x 2 threads"), else the core count alone.
@@ -113,14 +113,14 @@ void WritePackages(const HostTopology& host, std::ostringstream& out) {
   std::vector<std::pair<std::string, CpuSet>> models;  // model -> package ids, first-seen order
   for (const Package& p : host.packages) {
     std::string model = p.model.empty() ? "(CPU model unknown)" : p.model;
-    auto it = std::find_if(models.begin(), models.end(),
-                           [&](const auto& m) { return m.first == model; });
+    auto it =
+        std::find_if(models.begin(), models.end(), [&](const auto& m) { return m.first == model; });
     if (it == models.end()) it = models.insert(models.end(), {model, CpuSet()});
     if (p.id <= 65535) it->second.Add(p.id);
   }
   for (const auto& [model, ids] : models)
-    out << "  " << (ids.Count() == 1 ? "package " : "packages ") << ids.ToString() << ": "
-        << model << "\n";
+    out << "  " << (ids.Count() == 1 ? "package " : "packages ") << ids.ToString() << ": " << model
+        << "\n";
 }
 
 void WriteHeader(const HostTopology& host, std::ostringstream& out) {
@@ -139,10 +139,9 @@ void WriteHeader(const HostTopology& host, std::ostringstream& out) {
   out << "Host " << host.hostname << "   (source: " << host.source << ")\n";
   out << "  " << Plural(host.packages.size(), "package", "packages") << ", "
       << Plural(host.numa_nodes.size(), "NUMA node", "NUMA nodes") << ", "
-      << Plural(host.AllCpus().Count(), "CPU", "CPUs") << " in "
-      << Plural(cores, "core", "cores") << ", " << Gib(memory) << " memory\n  "
-      << Plural(accel, "accelerator", "accelerators") << ", "
-      << Plural(nics, "NIC", "NICs") << " (" << rdma << " with RDMA)\n";
+      << Plural(host.AllCpus().Count(), "CPU", "CPUs") << " in " << Plural(cores, "core", "cores")
+      << ", " << Gib(memory) << " memory\n  " << Plural(accel, "accelerator", "accelerators")
+      << ", " << Plural(nics, "NIC", "NICs") << " (" << rdma << " with RDMA)\n";
   WritePackages(host, out);
   CpuSet package_cpus;
   for (const Package& p : host.packages) package_cpus = package_cpus.Union(p.cpus);
@@ -152,20 +151,21 @@ void WriteHeader(const HostTopology& host, std::ostringstream& out) {
         << "(not placeable)\n";
 }
 
-// "memory 31.0 GiB (30.2 GiB free in 4K pages); hugepages 2M: 0/0 free, 1G: 16/16 free"
+// "memory 31.0 GiB (30.2 GiB free in 4K pages); hugepages 1G: 16 of 16 free" (empty pools omitted)
 std::string MemoryLine(const NumaNode& node) {
   std::string line = "memory " + Gib(node.memory_kib);
   if (node.pages.empty()) return line;
   const HugepagePool& base = node.pages.front();
-  line += " (" + Gib(base.free * base.size_kib) + " free in " + PageSize(base.size_kib) +
-          " pages)";
+  line += " (" + Gib(base.free * base.size_kib) + " free in " + PageSize(base.size_kib) + " pages)";
   std::vector<std::string> pools;
   for (size_t i = 1; i < node.pages.size(); ++i) {
     const HugepagePool& p = node.pages[i];
+    if (p.total == 0) continue;  // a size the kernel supports but nobody reserved
     pools.push_back(PageSize(p.size_kib) + ": " + std::to_string(p.free) + " of " +
                     std::to_string(p.total) + " free");
   }
   if (!pools.empty()) line += "; hugepages " + Join(pools, ", ");
+  else if (node.pages.size() > 1) line += "; no hugepages reserved";
   return line;
 }
 
@@ -175,8 +175,8 @@ void WriteNode(const HostTopology& host, const NumaNode& node, std::ostringstrea
   if (node.cpus.Empty())
     out << ": no CPUs (memory only)\n";
   else
-    out << ": " << Plural(node.cpus.Count(), "CPU", "CPUs") << " " << node.cpus.ToString()
-        << " (" << CoreSummary(node.cores) << ")\n";
+    out << ": " << Plural(node.cpus.Count(), "CPU", "CPUs") << " " << node.cpus.ToString() << " ("
+        << CoreSummary(node.cores) << ")\n";
   out << "    " << MemoryLine(node) << "\n";
   std::vector<const PciDevice*> local, listed;
   for (const PciDevice& d : host.pci)

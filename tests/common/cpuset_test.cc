@@ -46,3 +46,29 @@ TEST(CpuSet, SetAlgebraAcrossWords) {
 
 }  // namespace
 }  // namespace accel
+
+namespace accel {
+namespace {
+
+// Sets grow from inline storage to the heap past CPU 511 and keep working both ways.
+TEST(CpuSet, GrowsPastInlineStorage) {
+  CpuSet small{3, 500};
+  CpuSet big{3, 1000, 4000};
+  EXPECT_EQ(big.ToString(), "3,1000,4000");
+  EXPECT_EQ(small.Union(big).ToString(), "3,500,1000,4000");
+  EXPECT_EQ(big.Union(small).ToString(), "3,500,1000,4000");
+  EXPECT_EQ(big.Intersect(small).ToString(), "3");
+  EXPECT_EQ(big.Minus(CpuSet{1000, 4000}), CpuSet{3});
+  EXPECT_TRUE(CpuSet{3}.IsSubsetOf(big));
+  EXPECT_FALSE(big.IsSubsetOf(small));
+  CpuSet copy = big;
+  copy.Remove(4000);
+  copy.Remove(1000);
+  EXPECT_EQ(copy, CpuSet{3});
+  copy.Add(700);
+  EXPECT_EQ(copy.Count(), 2);
+  EXPECT_EQ(copy.First(), 3);
+}
+
+}  // namespace
+}  // namespace accel

@@ -39,8 +39,8 @@ inline bool AnySubset(const std::vector<int>& items, int k,
   return stop;
 }
 
-inline const CoreView* CoreOf(const NodeView& v, int cpu) {
-  for (const CoreView& c : v.cores)
+inline const CoreView* CoreOf(const std::vector<CoreView>& cores, int cpu) {
+  for (const CoreView& c : cores)
     if (c.threads.Contains(cpu)) return &c;
   return nullptr;
 }
@@ -107,7 +107,7 @@ inline bool BruteForceFits(const topology::HostTopology& host, const HostUsage& 
       };
       if (req.emulator_policy == EmulatorPolicy::kShare) return with_shared(p);
       const NodeView& v0 = views[host.NodeIndex(p.cells[0].host_node)];
-      for (const CoreView& core : v0.cores)
+      for (const CoreView& core : v0.Cores())
         for (int cpu : core.free.Minus(taken).ToVector()) {
           p.emulator_cpus = CpuSet{cpu};
           p.emulator_consumed_cpus =
@@ -122,7 +122,8 @@ inline bool BruteForceFits(const topology::HostTopology& host, const HostUsage& 
       if (node_used[h]) continue;
       const NodeView& v = views[h];
       std::vector<int> free;
-      for (const CoreView& c : v.cores)
+      const std::vector<CoreView> cores = v.Cores();
+      for (const CoreView& c : cores)
         for (int cpu : c.free.Minus(taken).ToVector()) free.push_back(cpu);
       std::sort(free.begin(), free.end());
       const std::vector<int> vcpus = cell.dedicated_vcpus.ToVector();
@@ -136,7 +137,7 @@ inline bool BruteForceFits(const topology::HostTopology& host, const HostUsage& 
           c.pinning[vcpus[i]] = cpus[i];
           c.consumed_cpus.Add(cpus[i]);
           if (req.thread_policy == ThreadPolicy::kIsolate)
-            c.consumed_cpus = c.consumed_cpus.Union(bf::CoreOf(v, cpus[i])->threads);
+            c.consumed_cpus = c.consumed_cpus.Union(bf::CoreOf(cores, cpus[i])->threads);
         }
         if (c.consumed_cpus.Intersects(taken)) return false;
         for (uint64_t size : CandidatePageSizes(v, req.page_size)) {

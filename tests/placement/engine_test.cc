@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <random>
 
 #include "placement/brute_force.h"
@@ -210,14 +211,20 @@ TEST(Engine, IsDeterministic) {
 
 // Complete: on thousands of tiny random hosts the engine finds a placement exactly when brute
 // force finds one, and every placement it returns is valid.
+// ACCEL_PROPERTY_CASES and ACCEL_PROPERTY_SEED widen the search for a deeper run.
+int EnvInt(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v ? std::atoi(v) : fallback;
+}
+
 TEST(EngineProperty, AgreesWithBruteForceOnTinyHosts) {
-  std::mt19937 rng(20261129);
-  int fits = 0, cases = 3000;
+  std::mt19937 rng(EnvInt("ACCEL_PROPERTY_SEED", 20261129));
+  int fits = 0, cases = EnvInt("ACCEL_PROPERTY_CASES", 3000);
   for (int i = 0; i < cases; ++i) {
     testing::RandomCase rc = testing::MakeRandomCase(rng, 3, 3, 2);
     PlaceResult r = Place(rc.host, rc.usage, rc.policy, rc.request);
     bool brute = testing::BruteForceFits(rc.host, rc.usage, rc.policy, rc.request);
-    ASSERT_EQ(r.fits(), brute) << "case " << i << (r.fits() ? "" : ": " + r.no_fit.reasons[0]);
+    ASSERT_EQ(r.fits(), brute) << "case " << i << (r.fits() ? "" : ": " + r.no_fit.reasons[0]) << "\n" << testing::Describe(rc);
     if (r.fits()) {
       ++fits;
       ASSERT_EQ(Validate(rc.host, rc.usage, rc.policy, rc.request, *r.placement), "") << "case " << i;

@@ -85,7 +85,8 @@ TEST(StructuredFileTest, SyntaxErrorsNameFileLineAndColumn) {
 
 TEST(StructuredFileTest, DuplicateKeysAreRefused) {
   try {
-    ParseStructuredText("{\"flavors\": [{\"name\": \"a\", \"extra_specs\": {\"x\": 1, \"x\": 2}}]}", "f.json");
+    ParseStructuredText("{\"flavors\": [{\"name\": \"a\", \"extra_specs\": {\"x\": 1, \"x\": 2}}]}",
+                        "f.json");
     FAIL();
   } catch (const InputError& e) {
     EXPECT_EQ(e.field(), "flavors[0].extra_specs.x") << e.what();
@@ -109,12 +110,36 @@ TEST(StructuredFileTest, RefusesAbuse) {
   std::string laughs = "a: &a [x, x, x, x, x, x, x, x, x, x]\n";
   for (char c = 'b'; c <= 'j'; ++c) {
     std::string prev(1, static_cast<char>(c - 1));
-    laughs += std::string(1, c) + ": &" + c + " [*" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" +
-              prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + "]\n";
+    laughs += std::string(1, c) + ": &" + c + " [*" + prev + ", *" + prev + ", *" + prev + ", *" + prev +
+              ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + "]\n";
   }
   EXPECT_THROW(ParseStructuredText(laughs, "x"), InputError);
   EXPECT_THROW(ParseStructuredText("a: 1\n---\nb: 2\n", "x"), InputError);
   EXPECT_THROW(ParseStructuredText("? [a, b]\n: c\n", "x"), InputError);
+}
+
+TEST(StructuredFileTest, YamlAnchorsAndStrayText) {
+  json j =
+      ParseStructuredText("base: &b {hw:cpu_policy: dedicated, n: 2}\ncopy: *b\n&k key: v\nother: *k\n", "x");
+  EXPECT_EQ(j["copy"]["hw:cpu_policy"], "dedicated");
+  EXPECT_EQ(j["copy"]["n"], 2);
+  EXPECT_EQ(j["other"], "key");
+  // yaml-cpp's own LoadAll loops forever on this; the reader must refuse it promptly.
+  EXPECT_THROW(ParseStructuredText("\"\",", "x"), InputError);
+  EXPECT_THROW(ParseStructuredText("a: *nowhere\n", "x"), InputError);
+  EXPECT_THROW(ParseStructuredText("name: \xff\xfe\n", "x"), InputError);          // not UTF-8
+  EXPECT_THROW(ParseStructuredText("{\"name\": \"\xc0\xaf\"}", "x"), InputError);  // overlong
+  EXPECT_EQ(ParseStructuredText("name: gr\xc3\xbc\xc3\x9f"
+                                "e\n",
+                                "x")["name"],
+            "gr\u00fc\u00dfe");
+  try {
+    ParseStructuredText("a: 1\n---\nb: 2\n", "f.yaml");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "f.yaml:3:1") << e.what();
+    EXPECT_NE(e.problem().find("more than one YAML document"), std::string::npos) << e.what();
+  }
 }
 
 TEST(StructuredFileTest, UnreadableFiles) {
@@ -134,8 +159,11 @@ TEST(FlavorFileTest, ReadsAccelYaml) {
   EXPECT_EQ(f[0].name, "gpu");
   EXPECT_EQ(f[0].vcpus, 16);
   EXPECT_EQ(f[0].ram_mib, 131072u);
-  Specs want = {{"hw:cpu_policy", "dedicated"}, {"hw:cpu_realtime", "true"}, {"hw:mem_page_size", "1GB"},
-                {"hw:numa_nodes", "2"}, {"pci_passthrough:alias", "h100:1"}};
+  Specs want = {{"hw:cpu_policy", "dedicated"},
+                {"hw:cpu_realtime", "true"},
+                {"hw:mem_page_size", "1GB"},
+                {"hw:numa_nodes", "2"},
+                {"pci_passthrough:alias", "h100:1"}};
   EXPECT_EQ(f[0].extra_specs, want);
 }
 
@@ -170,7 +198,8 @@ TEST(FlavorFileTest, ReadsOpenStackShowWithPropertiesObject) {
     "description": null, "disk": 40, "id": "0b1c", "name": "gpu.large",
     "os-flavor-access:is_public": true,
     "properties": {"hw:cpu_policy": "dedicated", "pci_passthrough:alias": "h100:2"},
-    "ram": 65536, "rxtx_factor": 1.0, "swap": 0, "vcpus": 8})", "show.json");
+    "ram": 65536, "rxtx_factor": 1.0, "swap": 0, "vcpus": 8})",
+                                          "show.json");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].name, "gpu.large");
   EXPECT_EQ(f[0].vcpus, 8);
@@ -183,7 +212,8 @@ TEST(FlavorFileTest, ReadsOpenStackShowWithPropertiesString) {
     "OS-FLV-EXT-DATA:ephemeral": 0, "disk": 40, "id": "7", "name": "old.client",
     "os-flavor-access:is_public": true,
     "properties": "hw:cpu_policy='dedicated', hw:mem_page_size='1GB', hw:numa_cpus.0='0-1,3', hw:numa_cpus.1='2', hw:numa_mem.0='1024', hw:numa_mem.1='1024', hw:numa_nodes='2'",
-    "ram": 2048, "rxtx_factor": 1.0, "swap": "", "vcpus": 4})", "old.json");
+    "ram": 2048, "rxtx_factor": 1.0, "swap": "", "vcpus": 4})",
+                                          "old.json");
   ASSERT_EQ(f.size(), 1u);
   Specs want = {{"hw:cpu_policy", "dedicated"}, {"hw:mem_page_size", "1GB"}, {"hw:numa_cpus.0", "0-1,3"},
                 {"hw:numa_cpus.1", "2"},        {"hw:numa_mem.0", "1024"},   {"hw:numa_mem.1", "1024"},
@@ -208,7 +238,8 @@ TEST(FlavorFileTest, PropertiesStringEdgeCases) {
 TEST(FlavorFileTest, ReadsFlavorListLongOutput) {
   std::vector<Flavor> f = ParseFlavorText(R"([{"ID": "1", "Name": "m1.pinned", "RAM": 4096, "Disk": 10,
       "Ephemeral": 0, "VCPUs": 4, "Is Public": true, "Swap": 0, "RXTX Factor": 1.0,
-      "Properties": {"hw:cpu_policy": "dedicated"}}])", "list.json");
+      "Properties": {"hw:cpu_policy": "dedicated"}}])",
+                                          "list.json");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].vcpus, 4);
   EXPECT_EQ(f[0].extra_specs, (Specs{{"hw:cpu_policy", "dedicated"}}));
@@ -231,9 +262,11 @@ TEST(FlavorFileTest, ErrorsNameFileAndField) {
       {"name: a\nvcpus: 100000\nram: 1024\n", "vcpus", "more than accel handles"},
       {"name: a\nvcpus: 2\nram: 128GB\n", "ram", "whole number"},
       {"name: \"\"\nvcpus: 2\nram: 1024\n", "name", "is empty"},
-      {"name: a\nvcpus: 2\nram: 1024\nextra_spec:\n  hw:cpu_policy: dedicated\n", "extra_spec", "not a flavor field"},
+      {"name: a\nvcpus: 2\nram: 1024\nextra_spec:\n  hw:cpu_policy: dedicated\n", "extra_spec",
+       "not a flavor field"},
       {"name: a\nvcpus: 2\nram: 1024\nextra_specs: [a, b]\n", "extra_specs", "mapping"},
-      {"name: a\nvcpus: 2\nram: 1024\nextra_specs:\n  hw:numa_nodes:\n", "extra_specs.hw:numa_nodes", "no value"},
+      {"name: a\nvcpus: 2\nram: 1024\nextra_specs:\n  hw:numa_nodes:\n", "extra_specs.hw:numa_nodes",
+       "no value"},
       {"name: a\nvcpus: 2\nram: 1024\nextra_specs:\n  hw:numa_cpus.0: [0, 1]\n", "extra_specs.hw:numa_cpus.0",
        "single value"},
       {"name: a\nvcpus: 2\nram: 1024\nextra_specs:\n  \"hw:cpu_policy=\": dedicated\n",
@@ -352,8 +385,8 @@ TEST_F(ExampleTest, OpenStackShow) {
 
 TEST_F(ExampleTest, EveryExampleFitsTheHgxHost) {
   // 56 cores x 2 threads, 768 x 1G and 16384 x 2M pages per node, 4 H100 per node.
-  for (const char* file : {"gpu-1g.yaml", "numa2.yaml", "isolate.yaml", "mixed.yaml", "shared.yaml",
-                           "openstack-show.json"}) {
+  for (const char* file :
+       {"gpu-1g.yaml", "numa2.yaml", "isolate.yaml", "mixed.yaml", "shared.yaml", "openstack-show.json"}) {
     SCOPED_TRACE(file);
     PlacementRequest r = Load(file);
     for (const GuestCell& c : r.cells) {

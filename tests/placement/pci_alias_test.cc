@@ -83,7 +83,7 @@ TEST(PciAliasTest, ReadsYamlWithUnquotedNumericIds) {
   PciAliasTable t = ParsePciAliasText(
       "# AMD and Gaudi\n"
       "- name: mi300x\n"
-      "  vendor_id: 1002\n"      // YAML reads this as the number 1002
+      "  vendor_id: 1002\n"  // YAML reads this as the number 1002
       "  product_id: 74a1\n"
       "  numa_policy: preferred\n"
       "- {name: gaudi2, vendor_id: 1da3, product_id: \"1020\"}\n",
@@ -115,8 +115,9 @@ TEST(PciAliasTest, ReadsNovaConfLines) {
 
 TEST(PciAliasTest, NovaConfErrorsNameTheLine) {
   try {
-    ParsePciAliasText("[pci]\nalias = {\"name\": \"a\", \"vendor_id\": \"10de\"}\nalias = {\"name\": \"b\"}\n",
-                      "nova.conf");
+    ParsePciAliasText(
+        "[pci]\nalias = {\"name\": \"a\", \"vendor_id\": \"10de\"}\nalias = {\"name\": \"b\"}\n",
+        "nova.conf");
     FAIL();
   } catch (const InputError& e) {
     EXPECT_EQ(e.where(), "nova.conf:3");
@@ -141,7 +142,8 @@ TEST(PciAliasTest, ErrorsNameEntryAndField) {
       {R"([{"name": "a", "vendor_id": "10de"}, {"name": "b", "vendor_id": "10de"},
            {"name": "c", "vendor_id": "0x10de"}])",
        "[2].vendor_id", "not 4 hex digits"},
-      {R"([{"name": "a", "vendor_id": "10de", "product_id": "23300"}])", "[0].product_id", "not 4 hex digits"},
+      {R"([{"name": "a", "vendor_id": "10de", "product_id": "23300"}])", "[0].product_id",
+       "not 4 hex digits"},
       {R"([{"name": "a", "vendor_id": "g0de"}])", "[0].vendor_id", "not 4 hex digits"},
       {R"([{"name": "a", "vendor_id": 10}])", "[0].vendor_id", "not 4 hex digits"},
       {R"([{"name": "a", "vendor_id": true}])", "[0].vendor_id", "4 hex digits"},

@@ -155,6 +155,17 @@ inline RandomCase MakeRandomCase(std::mt19937& rng, int max_nodes, int max_cores
     if (d.role == topology::PciRole::kGpu && pick(0, 3) == 0) rc.usage.devices.insert(d.address);
   rc.policy.strategy = pick(0, 1) ? Strategy::kPack : Strategy::kSpread;
   rc.policy.cpu_allocation_ratio = pick(1, 2);
+  // Sometimes the operator splits CPUs into dedicated and shared sets, overlapping or not.
+  if (pick(0, 2) == 0) {
+    CpuSet dedicated, shared;
+    for (int c : rc.host.AllCpus().ToVector()) {
+      int k = pick(0, 3);
+      if (k != 1) dedicated.Add(c);
+      if (k != 0) shared.Add(c);
+    }
+    rc.policy.cpu_dedicated_set = dedicated;
+    rc.policy.cpu_shared_set = shared;
+  }
 
   PlacementRequest& r = rc.request;
   r.flavor = "random";
@@ -249,6 +260,42 @@ inline PlacementRequest RandomRequest(std::mt19937& rng) {
     r.pci.push_back(q);
   }
   return r;
+}
+
+}  // namespace accel::placement::testing
+
+namespace accel::placement::testing {
+
+/// A few lines that let a person rebuild a failing random case by hand.
+inline std::string Describe(const RandomCase& rc) {
+  std::string s;
+  for (const auto& n : rc.host.numa_nodes) {
+    s += "node " + std::to_string(n.id) + " pkg " + std::to_string(n.package) + " cores";
+    for (const auto& c : n.cores) s += " [" + c.ToString() + "]";
+    s += " pages";
+    for (const auto& p : n.pages) s += " " + std::to_string(p.size_kib) + ":" + std::to_string(p.total);
+    auto it = rc.usage.nodes.find(n.id);
+    if (it != rc.usage.nodes.end()) {
+      s += " | pinned " + it->second.pinned_cpus.ToString() + " shared_used " + std::to_string(it->second.shared_vcpus);
+      for (const auto& [size, used] : it->second.pages_used) s += " used " + std::to_string(size) + ":" + std::to_string(used);
+    }
+    s += "\n";
+  }
+  for (const auto& d : rc.host.pci)
+    if (d.role == topology::PciRole::kGpu)
+      s += "gpu " + d.address + " node " + std::to_string(d.numa_node) + (rc.usage.devices.count(d.address) ? " used" : "") + "\n";
+  if (rc.policy.cpu_dedicated_set) s += "dedicated set " + rc.policy.cpu_dedicated_set->ToString() + "\n";
+  if (rc.policy.cpu_shared_set) s += "shared set " + rc.policy.cpu_shared_set->ToString() + "\n";
+  const PlacementRequest& r = rc.request;
+  s += std::string("request ") + CpuPolicyName(r.cpu_policy) + " " + ThreadPolicyName(r.thread_policy) + " emu " +
+       EmulatorPolicyName(r.emulator_policy) + " page kind " + std::to_string(r.page_size.kind) + " " +
+       std::to_string(r.page_size.size_kib) + " vcpus " + std::to_string(r.vcpus) + " mem " + std::to_string(r.memory_mib) + "\n";
+  for (const auto& c : r.cells)
+    s += "  cell ded " + c.dedicated_vcpus.ToString() + " shared " + c.shared_vcpus.ToString() + " mem " +
+         std::to_string(c.memory_mib) + "\n";
+  for (const auto& q : r.pci)
+    s += "  pci " + q.alias + " x" + std::to_string(q.count) + " " + PciNumaPolicyName(q.numa_policy) + "\n";
+  return s;
 }
 
 }  // namespace accel::placement::testing

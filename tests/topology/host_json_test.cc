@@ -83,7 +83,7 @@ TEST(HostJson, SampleHostRoundTripsExactly) {
 TEST(HostJson, OptionalFieldsOnlyWhenSet) {
   std::string json = ToJson(testing::SampleHost());
   EXPECT_THAT(json, HasSubstr("{\"id\": 1, \"cpus\": \"4-7\"}"));  // no empty model
-  EXPECT_THAT(json, HasSubstr("\"link_gbps\": 0}"));              // integral: no ".0"
+  EXPECT_THAT(json, HasSubstr("\"link_gbps\": 0}"));               // integral: no ".0"
   EXPECT_THAT(json, HasSubstr("{\"address\": \"pci0000:80\", \"parent\": \"\", "
                               "\"role\": \"host_bridge\"},"));
   EXPECT_THAT(json, HasSubstr("\"sriov_total_vfs\": 16, \"sriov_num_vfs\": 1"));
@@ -172,8 +172,7 @@ TEST(HostJsonErrors, Packages) {
   ExpectError([](Json& d) { d["packages"][0]["id"] = 1.5; }, "packages[0].id",
               "expected an integer, got a fractional number");
   ExpectError([](Json& d) { d["packages"][1]["id"] = 0; }, "", "unique and ascending");
-  ExpectError([](Json& d) { d["packages"][1]["cpus"] = "4-x"; }, "packages[1].cpus",
-              "'4-x'");
+  ExpectError([](Json& d) { d["packages"][1]["cpus"] = "4-x"; }, "packages[1].cpus", "'4-x'");
   ExpectError([](Json& d) { d["packages"][1]["socket"] = 1; }, "packages[1].socket",
               "known keys here: id, cpus, model");
   ExpectError([](Json& d) { d["packages"][0].erase("cpus"); }, "packages[0].cpus", "missing");
@@ -194,8 +193,7 @@ TEST(HostJsonErrors, NumaNodes) {
               "is negative");
   ExpectError([](Json& d) { d["numa_nodes"][0]["hugepages"][1]["size_kib"] = "2M"; },
               "numa_nodes[0].hugepages[1].size_kib", "expected a non-negative integer");
-  ExpectError([](Json& d) { d["numa_nodes"][0]["hugepages"][1]["free"] = 1000; }, "",
-              "exceed");
+  ExpectError([](Json& d) { d["numa_nodes"][0]["hugepages"][1]["free"] = 1000; }, "", "exceed");
   ExpectError([](Json& d) { d["numa_nodes"][0]["hugepages"][1]["size_kib"] = 4; }, "",
               "ascending by size");
   ExpectError([](Json& d) { d["numa_nodes"][0]["hugepages"][0]["count"] = 1; },
@@ -231,8 +229,7 @@ TEST(HostJsonErrors, Pci) {
               "expected an array");
   ExpectError([](Json& d) { d["pci"][3]["sriov_num_vfs"] = -1; }, "pci[3].sriov_num_vfs",
               "out of range");
-  ExpectError([](Json& d) { d["pci"][3]["sriov_num_vfs"] = 17; }, "",
-              "exceed sriov_total_vfs 16");
+  ExpectError([](Json& d) { d["pci"][3]["sriov_num_vfs"] = 17; }, "", "exceed sriov_total_vfs 16");
   ExpectError([](Json& d) { d["pci"][4]["physfn"] = "0000:99:00.0"; }, "",
               "physfn: no PCI function has address");
   ExpectError([](Json& d) { d["pci"][2]["numa_node"] = 5; }, "", "no NUMA node has id 5");
@@ -242,8 +239,7 @@ TEST(HostJsonErrors, Pci) {
               "is not listed before it");
   ExpectError([](Json& d) { d["pci"][2]["parent"] = ""; }, "", "only host bridges");
   ExpectError([](Json& d) { d["pci"][3]["address"] = "0000:18:00.0"; }, "", "appears twice");
-  ExpectError([](Json& d) { d["pci"][2]["address"] = "0000:18:00.8"; }, "",
-              "is not a PCI address");
+  ExpectError([](Json& d) { d["pci"][2]["address"] = "0000:18:00.8"; }, "", "is not a PCI address");
   ExpectError([](Json& d) { d["pci"][2]["address"] = "0000:1A:00.0"; }, "", "lower-case");
   ExpectError([](Json& d) { d["pci"][0]["address"] = "0000:15"; }, "", "root bus name");
   ExpectError([](Json& d) { d["pci"][2]["numa"] = 0; }, "pci[2].numa", "is not a known key");

@@ -48,11 +48,13 @@ TEST(CheckInvariants, EachViolationIsNamed) {
        "CPU 0 is in both numa_nodes[0] (node 0) and numa_nodes[1] (node 1)"},
       {"sibling overlap", [](HostTopology& h) { h.numa_nodes[0].cores[1].Add(0); },
        "cores[1]: CPU 0 is in two sibling sets"},
-      {"sibling order", [](HostTopology& h) { std::swap(h.numa_nodes[0].cores[0], h.numa_nodes[0].cores[1]); },
+      {"sibling order",
+       [](HostTopology& h) { std::swap(h.numa_nodes[0].cores[0], h.numa_nodes[0].cores[1]); },
        "ordered by their first CPU"},
       {"empty core", [](HostTopology& h) { h.numa_nodes[0].cores.push_back(CpuSet()); },
        "sibling set is empty"},
-      {"pools", [](HostTopology& h) { std::swap(h.numa_nodes[0].pages[1], h.numa_nodes[0].pages[2]); },
+      {"pools",
+       [](HostTopology& h) { std::swap(h.numa_nodes[0].pages[1], h.numa_nodes[0].pages[2]); },
        "ascending by size"},
       {"zero page", [](HostTopology& h) { h.numa_nodes[0].pages[0].size_kib = 0; },
        "page size must be positive"},
@@ -85,7 +87,8 @@ TEST(CheckInvariants, EachViolationIsNamed) {
 TEST(CheckInvariants, AcceptsVmdDomainsAndMemoryOnlyNodes) {
   HostTopology h = testing::SampleHost();
   h.pci.push_back(testing::Pci("pci10000:00", "", PciRole::kHostBridge));
-  h.pci.push_back(testing::Pci("10000:01:00.0", "pci10000:00", PciRole::kStorage, 0x144d, 1, 0x0108));
+  h.pci.push_back(
+      testing::Pci("10000:01:00.0", "pci10000:00", PciRole::kStorage, 0x144d, 1, 0x0108));
   NumaNode cxl;
   cxl.id = 4;
   cxl.memory_kib = 1 << 20;

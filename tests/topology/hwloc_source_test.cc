@@ -19,7 +19,7 @@ std::string FixturePath(const std::string& name) {
   return std::string(ACCEL_SHARED_DIR) + "/fixtures/hwloc/" + name;
 }
 
-#define LOAD_FIXTURE_OR_SKIP(var, name)                                         \
+#define LOAD_FIXTURE_OR_SKIP(var, name)                                        \
   if (!std::filesystem::exists(FixturePath(name))) GTEST_SKIP() << "no " name; \
   HostTopology var = LoadHwlocXml(FixturePath(name))
 
@@ -35,11 +35,16 @@ const PciDevice& Find(const HostTopology& h, const std::string& address) {
 }
 
 const char* const kFixtures[] = {
-    "16amd64-8n2c-cpusets.xml",       "16intel64-manyVFs.xml",
-    "192em64t-24n8c2t.xml",           "24em64t-2n6c2t-pci.xml",
-    "32em64t-2n8c2t-pci-wholeio.xml", "40intel64-2g2n4c+pcilocality.xml",
-    "64intel64-heteromem.xml",        "96em64t-4n4d3ca2co-pci.xml",
-    "nvidiaDGX2.xml",                 "power8gpudistances.xml",
+    "16amd64-8n2c-cpusets.xml",
+    "16intel64-manyVFs.xml",
+    "192em64t-24n8c2t.xml",
+    "24em64t-2n6c2t-pci.xml",
+    "32em64t-2n8c2t-pci-wholeio.xml",
+    "40intel64-2g2n4c+pcilocality.xml",
+    "64intel64-heteromem.xml",
+    "96em64t-4n4d3ca2co-pci.xml",
+    "nvidiaDGX2.xml",
+    "power8gpudistances.xml",
 };
 
 class EveryFixture : public ::testing::TestWithParam<const char*> {};
@@ -64,8 +69,8 @@ INSTANTIATE_TEST_SUITE_P(SharedXml, EveryFixture, ::testing::ValuesIn(kFixtures)
                          [](const auto& info) {
                            std::string name = info.param;
                            name = name.substr(0, name.find('.'));
-                           std::replace_if(name.begin(), name.end(),
-                                           [](char c) { return !isalnum(c); }, '_');
+                           std::replace_if(
+                               name.begin(), name.end(), [](char c) { return !isalnum(c); }, '_');
                            return name;
                          });
 
@@ -201,9 +206,9 @@ TEST(HwlocXml, HandEditedDuplicateAddressIsKeptOnce) {
 // The v3 -> v2 downgrade.
 
 TEST(DowngradeHwlocXml, MapsOsdevBitmaskToV2Enum) {
-  EXPECT_EQ(MapOsdevTypeV3ToV2(12, "nvml0"), 1);   // GPU|COPROC, management -> GPU
+  EXPECT_EQ(MapOsdevTypeV3ToV2(12, "nvml0"), 1);  // GPU|COPROC, management -> GPU
   EXPECT_EQ(MapOsdevTypeV3ToV2(12, "rsmi0"), 1);
-  EXPECT_EQ(MapOsdevTypeV3ToV2(12, "cuda0"), 5);   // GPU|COPROC compute -> COPROC
+  EXPECT_EQ(MapOsdevTypeV3ToV2(12, "cuda0"), 5);  // GPU|COPROC compute -> COPROC
   EXPECT_EQ(MapOsdevTypeV3ToV2(8, "ze0"), 5);
   EXPECT_EQ(MapOsdevTypeV3ToV2(4, "card0"), 1);
   EXPECT_EQ(MapOsdevTypeV3ToV2(48, "mlx5_0"), 3);  // NETWORK|OPENFABRICS -> OPENFABRICS
@@ -300,7 +305,8 @@ TEST(HwlocXml, LoadsAVersion3ExportEndToEnd) {
 
 TEST(HwlocXml, FallbackHostnameWhenExportHasNone) {
   std::string text = kV3Topology;
-  text.erase(text.find("  <info name=\"HostName\""), std::string("  <info name=\"HostName\" value=\"v3-box\"/>\n").size());
+  text.erase(text.find("  <info name=\"HostName\""),
+             std::string("  <info name=\"HostName\" value=\"v3-box\"/>\n").size());
   EXPECT_EQ(LoadHwlocXmlText(text, "m.xml", "from-file").hostname, "from-file");
 }
 

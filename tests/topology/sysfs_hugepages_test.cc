@@ -30,9 +30,9 @@ class SysfsTree : public ::testing::Test {
   void Node(int id, uint64_t total_kib, uint64_t free_kib) {
     std::string n = std::to_string(id);
     Write("node" + n + "/meminfo", "Node " + n + " MemTotal:       " + std::to_string(total_kib) +
-                                       " kB\nNode " + n + " MemFree:        " +
-                                       std::to_string(free_kib) + " kB\nNode " + n +
-                                       " MemUsed:        1 kB\n");
+                                       " kB\nNode " + n +
+                                       " MemFree:        " + std::to_string(free_kib) +
+                                       " kB\nNode " + n + " MemUsed:        1 kB\n");
   }
   fs::path root_;
 };
@@ -45,7 +45,7 @@ TEST_F(SysfsTree, ReadsNodesAndPoolsAscending) {
   Write("node0/hugepages/hugepages-2048kB/free_hugepages", "1000\n");
   Node(10, 1048576, 1048576);
   Write("node10/hugepages/hugepages-2048kB/nr_hugepages", "7\n");  // no free file: free = total
-  Write("node3/cpulist", "0-3\n");                                  // no meminfo: skipped
+  Write("node3/cpulist", "0-3\n");                                 // no meminfo: skipped
   Write("possible", "0-15\n");
 
   std::vector<SysfsNodeMemory> nodes = ReadSysfsNodeMemory(root_.string());
@@ -102,8 +102,7 @@ TEST(MergeSysfsMemory, ReplacesOnlyMatchingNodes) {
   sys.hugepages = {{2048, 1, 0}};
   MergeSysfsMemory({sys}, 4, &host);
   EXPECT_EQ(host.numa_nodes[0].memory_kib, 4096u);
-  EXPECT_EQ(host.numa_nodes[0].pages,
-            (std::vector<HugepagePool>{{4, 512, 512}, {2048, 1, 0}}));
+  EXPECT_EQ(host.numa_nodes[0].pages, (std::vector<HugepagePool>{{4, 512, 512}, {2048, 1, 0}}));
   EXPECT_EQ(host.numa_nodes[1].memory_kib, 42u);
 }
 

@@ -33,8 +33,8 @@ Result RunAccel(const std::string& args) {
   int status = pclose(pipe);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   std::ifstream err(err_file);
-  r.out += "--stderr--" + std::string((std::istreambuf_iterator<char>(err)),
-                                      std::istreambuf_iterator<char>());
+  r.out += "--stderr--" +
+           std::string((std::istreambuf_iterator<char>(err)), std::istreambuf_iterator<char>());
   std::filesystem::remove(err_file);
   return r;
 }
