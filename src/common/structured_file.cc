@@ -26,7 +26,8 @@ using nlohmann::json;
 
 constexpr int kMaxDepth = 64;
 constexpr size_t kMaxNodes = 100000;            // YAML aliases can multiply a small file
-constexpr uintmax_t kMaxFileBytes = 16u << 20;  // flavors and alias lists are a few KiB
+// Flavors and alias lists are a few KiB; hwloc XML of a large machine a few MiB.
+constexpr uintmax_t kMaxFileBytes = 64u << 20;
 
 std::string At(const std::string& where, int line0, int col0) {
   if (line0 < 0) return where;
@@ -413,7 +414,7 @@ json ParseStructuredText(std::string_view text, const std::string& where) {
 std::string ReadWholeFile(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
-    throw InputError(path, "", "is a directory", "give the path of a YAML or JSON file");
+    throw InputError(path, "", "is a directory", "give the path of a file");
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path, "", std::string("cannot be opened: ") + std::strerror(errno));
@@ -421,8 +422,7 @@ std::string ReadWholeFile(const std::string& path) {
   if (!ec && size > kMaxFileBytes) {
     throw InputError(path, "",
                      "is " + std::to_string(size) +
-                         " bytes, more than the 16 MiB a "
-                         "flavor or alias file can sensibly be");
+                         " bytes, more than the 64 MiB an input file of accel can sensibly be");
   }
   std::ostringstream text;
   text << in.rdbuf();

@@ -30,7 +30,7 @@ namespace accel {
 /// document, or aliases that expand beyond 100,000 values.
 nlohmann::json ReadStructuredFile(const std::string& path);
 
-/// The bytes of the file at `path` (at most 16 MiB). Throws InputError naming the file when it
+/// The bytes of the file at `path` (at most 64 MiB: flavors, aliases, host JSON, hwloc XML). Throws InputError naming the file when it
 /// cannot be opened or read, is a directory, or is larger.
 std::string ReadWholeFile(const std::string& path);
 

@@ -1,5 +1,7 @@
 #include "topology/hwloc_source.h"
 
+#include "common/structured_file.h"
+
 #include <hwloc.h>
 #include <unistd.h>
 
@@ -423,7 +425,7 @@ HostTopology LoadLiveHost() {
 }
 
 HostTopology LoadHwlocXml(const std::string& path) {
-  return LoadHwlocXmlText(ReadInputFile(path), path, BaseName(path));
+  return LoadHwlocXmlText(ReadWholeFile(path), path, BaseName(path));
 }
 
 HostTopology LoadHwlocXmlText(const std::string& xml, const std::string& where,

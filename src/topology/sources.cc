@@ -1,5 +1,7 @@
 #include "topology/sources.h"
 
+#include "common/structured_file.h"
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -22,24 +24,10 @@ std::string FileBaseName(const std::string& path) {
 
 }  // namespace
 
-std::string ReadInputFile(const std::string& path) {
-  std::unique_ptr<FILE, int (*)(FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (!file)
-    throw InputError(path, "", std::string("cannot open: ") + std::strerror(errno),
-                     "check the path and its permissions");
-  std::string text;
-  char buf[1 << 16];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, file.get())) > 0) text.append(buf, n);
-  if (std::ferror(file.get()))
-    throw InputError(path, "", std::string("cannot read: ") + std::strerror(errno),
-                     "give a regular file");
-  return text;
-}
 
 HostTopology LoadTopology(const std::string& spec) {
   if (spec == "live") return LoadLiveHost();
-  std::string text = ReadInputFile(spec);
+  std::string text = ReadWholeFile(spec);
   size_t first = text.find_first_not_of(" \t\r\n");
   // A UTF-8 byte order mark may precede XML written on other systems.
   if (first != std::string::npos && text.compare(first, 3, "\xef\xbb\xbf") == 0)

@@ -16,8 +16,5 @@ namespace accel::topology {
 /// format, malformed, or describes an inconsistent machine.
 HostTopology LoadTopology(const std::string& spec);
 
-/// Returns the whole content of the file at `path`. Throws accel::InputError naming `path`
-/// (with the OS's reason) when it cannot be opened or read, or is a directory.
-std::string ReadInputFile(const std::string& path);
 
 }  // namespace accel::topology

@@ -62,8 +62,8 @@ TEST_F(TempFiles, SniffsHwlocXml) {
 
 TEST_F(TempFiles, ErrorsNameTheFile) {
   std::string missing = (dir_ / "missing.json").string();
-  EXPECT_THAT(ErrorOf(missing), HasSubstr(missing + ": cannot open: No such file"));
-  EXPECT_THAT(ErrorOf(dir_.string()), HasSubstr(dir_.string() + ": cannot read"));
+  EXPECT_THAT(ErrorOf(missing), HasSubstr(missing + ": cannot be opened: No such file"));
+  EXPECT_THAT(ErrorOf(dir_.string()), HasSubstr(dir_.string() + ": is a directory"));
   std::string empty = Write("empty.json", "  \n");
   EXPECT_THAT(ErrorOf(empty), HasSubstr(empty + ": is empty"));
   std::string yaml = Write("host.yaml", "hostname: x\n");

@@ -83,7 +83,7 @@ TEST(TopoCli, BadInputExitsTwoWithOneLine) {
   Result missing = RunAccel("topo --topology /nonexistent/host.json");
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_THAT(missing.out,
-              HasSubstr("--stderr--accel topo: /nonexistent/host.json: cannot open: "));
+              HasSubstr("--stderr--accel topo: /nonexistent/host.json: cannot be opened: "));
 
   std::string bad = std::filesystem::temp_directory_path() /
                     ("accel-topo-cli-bad-" + std::to_string(::getpid()) + ".json");
