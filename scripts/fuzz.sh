@@ -14,6 +14,12 @@ for bin in build-fuzz/fuzz/*_fuzz; do
   [ -d "fuzz/corpus/${name%_fuzz}" ] && cp -r "fuzz/corpus/${name%_fuzz}/." "$corpus/"
   if [ "$mode" = smoke ]; then args=(-runs=3000); else args=(-max_total_time="$mode"); fi
   echo "fuzz: $name ${args[*]}"
-  "$bin" "${args[@]}" -max_len=8192 -timeout=10 "$corpus" 2>&1 | tail -n 2
+  log=build-fuzz/$name.log
+  if ! "$bin" "${args[@]}" -max_len=8192 -timeout=10 -artifact_prefix=build-fuzz/ "$corpus" >"$log" 2>&1; then
+    tail -n 60 "$log"
+    echo "fuzz: $name FAILED; the input is in build-fuzz/ (crash-*, timeout-*, leak-*)"
+    exit 1
+  fi
+  tail -n 1 "$log"
 done
 echo "fuzz: all targets ran clean"

@@ -1,5 +1,7 @@
 #include "topology/hwloc_source.h"
 
+#include "topology/isolated.h"
+
 #include "common/structured_file.h"
 
 #include <hwloc.h>
@@ -428,8 +430,10 @@ HostTopology LoadHwlocXml(const std::string& path) {
   return LoadHwlocXmlText(ReadWholeFile(path), path, BaseName(path));
 }
 
-HostTopology LoadHwlocXmlText(const std::string& xml, const std::string& where,
-                              const std::string& fallback_hostname) {
+namespace {
+
+HostTopology LoadHwlocXmlTextInProcess(const std::string& xml, const std::string& where,
+                                       const std::string& fallback_hostname) {
   const char* hint =
       "give an XML file written by lstopo or hwloc-gather-topology; "
       "HWLOC_XML_VERBOSE=1 shows hwloc's reason";
@@ -450,6 +454,13 @@ HostTopology LoadHwlocXmlText(const std::string& xml, const std::string& where,
   InferVirtualFunctions(&host);
   CheckOrThrow(host, where);
   return host;
+}
+
+}  // namespace
+
+HostTopology LoadHwlocXmlText(const std::string& xml, const std::string& where,
+                              const std::string& fallback_hostname) {
+  return RunIsolated([&] { return LoadHwlocXmlTextInProcess(xml, where, fallback_hostname); }, where);
 }
 
 void MergeSysfsSriov(const std::string& sysfs_root, HostTopology* host) {

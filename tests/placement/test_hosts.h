@@ -66,7 +66,7 @@ inline topology::HostTopology MakeHost(const std::vector<NodeShape>& shapes,
     for (size_t j = 0; j < shapes.size(); ++j) n.distances.push_back(i == j ? 10 : 21);
     h.numa_nodes.push_back(n);
     for (int g = 0; g < s.gpus; ++g) {
-      char addr[16];
+      char addr[32];
       snprintf(addr, sizeof addr, "0000:%02x:00.0", bus++);
       h.pci.push_back(Gpu(addr, n.id));
     }
