@@ -198,15 +198,10 @@ PlaceResult PlaceFloating(const topology::HostTopology& host, const HostUsage& u
                           const HostPolicy& policy, const PlacementRequest& req,
                           const std::vector<NodeView>& nodes, const DevicePool& pool) {
   PlaceResult result;
-  double capacity = 0;
-  int used = usage.floating_vcpus;
-  uint64_t free_mib = 0;
-  for (const NodeView& n : nodes) {
-    capacity += n.shared_capacity;
-    used += n.shared_vcpus_used;
-    if (!n.pools.empty()) free_mib += n.pools.front().free * n.pools.front().size_kib / 1024;
-  }
-  free_mib = free_mib > usage.floating_memory_mib ? free_mib - usage.floating_memory_mib : 0;
+  const FloatingRoom room = FloatingRoomOf(nodes, usage);
+  const int used = room.vcpus_used;
+  const double capacity = room.vcpu_capacity;
+  const uint64_t free_mib = room.free_base_mib;
   if (used + req.vcpus > capacity)
     result.no_fit.reasons.push_back("host: " + std::to_string(used) + " shared vCPUs already on a capacity of " +
                                     std::to_string(static_cast<long>(capacity)) + " (cpu_allocation_ratio " +

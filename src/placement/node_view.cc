@@ -79,6 +79,19 @@ void CountCores(NodeView* v) {
 
 }  // namespace
 
+FloatingRoom FloatingRoomOf(const std::vector<NodeView>& nodes, const HostUsage& usage) {
+  FloatingRoom room;
+  room.vcpus_used = usage.floating_vcpus;
+  uint64_t free_mib = 0;
+  for (const NodeView& n : nodes) {
+    room.vcpu_capacity += n.shared_capacity;
+    room.vcpus_used += n.shared_vcpus_used;
+    if (!n.pools.empty()) free_mib += n.pools.front().free * n.pools.front().size_kib / 1024;
+  }
+  room.free_base_mib = free_mib > usage.floating_memory_mib ? free_mib - usage.floating_memory_mib : 0;
+  return room;
+}
+
 std::vector<NodeView> BuildNodeViews(const topology::HostTopology& host, const HostUsage& usage,
                                      const HostPolicy& policy) {
   const CpuSet all = host.AllCpus();

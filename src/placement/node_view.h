@@ -53,6 +53,16 @@ struct NodeView {
   const PoolView* Pool(uint64_t size_kib) const;
 };
 
+/// What guests without NUMA topology may still take, host-wide.
+struct FloatingRoom {
+  double vcpu_capacity = 0;    ///< shared CPUs of all nodes x cpu_allocation_ratio
+  int vcpus_used = 0;          ///< floating vCPUs plus shared vCPUs charged to nodes
+  uint64_t free_base_mib = 0;  ///< base-page memory left after floating guests
+};
+
+/// Sums the nodes' shared capacity and base pages, less what floating guests hold.
+FloatingRoom FloatingRoomOf(const std::vector<NodeView>& nodes, const HostUsage& usage);
+
 /// Builds the view of every node of `host`, in numa_nodes order.
 std::vector<NodeView> BuildNodeViews(const topology::HostTopology& host, const HostUsage& usage,
                                      const HostPolicy& policy);

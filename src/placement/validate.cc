@@ -130,16 +130,9 @@ std::string CheckFloating(const std::vector<NodeView>& views, const HostUsage& u
   if (!p.cells.empty() || !p.emulator_cpus.Empty()) return "a guest without NUMA topology got cells";
   if (p.floating_vcpus != req.vcpus || p.floating_memory_mib != req.memory_mib)
     return "floating vCPUs/memory differ from the request";
-  double capacity = 0;
-  int used = usage.floating_vcpus;
-  uint64_t free_mib = 0;
-  for (const NodeView& n : views) {
-    capacity += n.shared_capacity;
-    used += n.shared_vcpus_used;
-    if (!n.pools.empty()) free_mib += n.pools.front().free * n.pools.front().size_kib / 1024;
-  }
-  if (used + req.vcpus > capacity) return "shared CPU capacity exceeded";
-  if (free_mib < usage.floating_memory_mib + req.memory_mib) return "host memory exceeded";
+  const FloatingRoom room = FloatingRoomOf(views, usage);
+  if (room.vcpus_used + req.vcpus > room.vcpu_capacity) return "shared CPU capacity exceeded";
+  if (room.free_base_mib < req.memory_mib) return "host memory exceeded";
   return "";
 }
 
