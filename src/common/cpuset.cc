@@ -152,6 +152,20 @@ bool CpuSet::Intersects(const CpuSet& other) const {
   return false;
 }
 
+int CpuSet::CountIntersect(const CpuSet& a) const {
+  const uint64_t *x = data(), *y = a.data();
+  int n = 0;
+  for (uint32_t i = 0; i < std::min(n_, a.n_); ++i) n += std::popcount(x[i] & y[i]);
+  return n;
+}
+
+int CpuSet::CountIntersectMinus(const CpuSet& a, const CpuSet& b) const {
+  const uint64_t *x = data(), *y = a.data(), *z = b.data();
+  int n = 0;
+  for (uint32_t i = 0; i < std::min(n_, a.n_); ++i) n += std::popcount(x[i] & y[i] & ~(i < b.n_ ? z[i] : 0));
+  return n;
+}
+
 bool CpuSet::IsSubsetOf(const CpuSet& other) const {
   const uint64_t *a = data(), *b = other.data();
   for (uint32_t i = 0; i < n_; ++i)

@@ -55,18 +55,11 @@ std::vector<PoolView> Pools(const topology::NumaNode& node, const NodeUsage* use
 
 // Counts free CPUs by the shape of their core, without keeping the cores.
 void CountCores(NodeView* v) {
-  // The usual host dedicates every CPU and has few pins: skip the set operations then.
-  const bool all_dedicated = v->dedicated_cpus == v->node->cpus;
-  const bool none_pinned = v->pinned_cpus.Empty();
   for (const CpuSet& core : v->node->cores) {
-    const int size = core.Count();
-    v->threads_per_core = std::max(v->threads_per_core, size);
-    const int n = all_dedicated ? size : core.Intersect(v->dedicated_cpus).Count();
+    v->threads_per_core = std::max(v->threads_per_core, core.Count());
+    const int n = core.CountIntersect(v->dedicated_cpus);
     if (n == 0) continue;
-    const CpuSet* threads = &core;
-    CpuSet restricted;
-    if (!all_dedicated) threads = &(restricted = core.Intersect(v->dedicated_cpus));
-    const int free = none_pinned ? n : n - threads->Intersect(v->pinned_cpus).Count();
+    const int free = core.CountIntersectMinus(v->dedicated_cpus, v->pinned_cpus);
     v->free_threads += free;
     if (free == n) {
       ++v->whole_free_cores;
@@ -111,7 +104,7 @@ std::vector<NodeView> BuildNodeViews(const topology::HostTopology& host, const H
     v.shared_cpus = node.cpus.Intersect(shared);
     v.pinned_cpus = node.cpus.Intersect(pinned);
     CountCores(&v);
-    v.shared_free = v.shared_cpus.Count() - v.shared_cpus.Intersect(v.pinned_cpus).Count();
+    v.shared_free = v.shared_cpus.Count() - v.shared_cpus.CountIntersect(v.pinned_cpus);
     v.dedicated_in_shared = v.dedicated_cpus.IsSubsetOf(v.shared_cpus);
     auto it = usage.nodes.find(node.id);
     const NodeUsage* used = it == usage.nodes.end() ? nullptr : &it->second;
