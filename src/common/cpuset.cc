@@ -114,6 +114,18 @@ int CpuSet::First() const {
   return -1;
 }
 
+int CpuSet::Next(int cpu) const {
+  const uint64_t* d = data();
+  uint32_t w = static_cast<uint32_t>(cpu + 1) / 64;
+  if (w >= n_) return -1;
+  uint64_t bits = d[w] & (~uint64_t{0} << ((cpu + 1) % 64));
+  while (true) {
+    if (bits) return static_cast<int>(w * 64 + std::countr_zero(bits));
+    if (++w >= n_) return -1;
+    bits = d[w];
+  }
+}
+
 CpuSet CpuSet::Union(const CpuSet& other) const {
   const CpuSet& big = n_ >= other.n_ ? *this : other;
   const CpuSet& small = n_ >= other.n_ ? other : *this;

@@ -29,6 +29,9 @@ class CpuSet {
   bool Empty() const { return Count() == 0; }
   /// Smallest member, or -1 when empty.
   int First() const;
+  /// Smallest member greater than `cpu`, or -1 when none: `for (int c = s.First(); c >= 0;
+  /// c = s.Next(c))` walks the set in ascending order without allocating.
+  int Next(int cpu) const;
 
   CpuSet Union(const CpuSet& other) const;
   CpuSet Intersect(const CpuSet& other) const;

@@ -33,13 +33,18 @@ ThreadOrder OrderCores(const std::vector<CoreView>& cores, const CpuSet& keep) {
 
 // Picks `count` free threads, partial cores first; threads outside `keep` before those in it.
 std::vector<int> TakeThreads(const ThreadOrder& order, int count, const CpuSet& keep) {
-  std::vector<int> all;
-  for (const auto* list : {&order.partial, &order.whole})
-    for (const CoreView* c : *list)
-      for (int cpu : c->free.ToVector()) all.push_back(cpu);
-  std::stable_partition(all.begin(), all.end(), [&](int cpu) { return !keep.Contains(cpu); });
-  all.resize(std::min<size_t>(all.size(), count));
-  return all;
+  std::vector<int> out;
+  out.reserve(count);
+  for (bool in_keep : {false, true}) {
+    for (const auto* list : {&order.partial, &order.whole})
+      for (const CoreView* c : *list)
+        for (int cpu = c->free.First(); cpu >= 0; cpu = c->free.Next(cpu)) {
+          if (static_cast<int>(out.size()) == count) return out;
+          if (keep.Contains(cpu) == in_keep) out.push_back(cpu);
+        }
+    if (keep.Empty()) break;
+  }
+  return out;
 }
 
 // Whole free cores with min_threads threads or more, ascending.

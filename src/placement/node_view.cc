@@ -13,11 +13,16 @@ const PoolView* NodeView::Pool(uint64_t size_kib) const {
 std::vector<CoreView> NodeView::Cores() const {
   std::vector<CoreView> cores;
   cores.reserve(node->cores.size());
+  const bool all_dedicated = dedicated_cpus == node->cpus;
+  const bool none_pinned = pinned_cpus.Empty();
   for (const CpuSet& core : node->cores) {
-    CoreView c{core.Intersect(dedicated_cpus), {}};
-    if (c.threads.Empty()) continue;
-    c.free = c.threads.Minus(pinned_cpus);
-    cores.push_back(std::move(c));
+    CoreView& c = cores.emplace_back();
+    c.threads = all_dedicated ? core : core.Intersect(dedicated_cpus);
+    if (c.threads.Empty()) {
+      cores.pop_back();
+      continue;
+    }
+    c.free = none_pinned ? c.threads : c.threads.Minus(pinned_cpus);
   }
   return cores;
 }

@@ -72,3 +72,19 @@ TEST(CpuSet, GrowsPastInlineStorage) {
 
 }  // namespace
 }  // namespace accel
+
+namespace accel {
+namespace {
+
+TEST(CpuSet, NextWalksInOrderAcrossWords) {
+  CpuSet s{0, 63, 64, 700};
+  std::vector<int> seen;
+  for (int c = s.First(); c >= 0; c = s.Next(c)) seen.push_back(c);
+  EXPECT_EQ(seen, (std::vector<int>{0, 63, 64, 700}));
+  EXPECT_EQ(CpuSet().First(), -1);
+  EXPECT_EQ(s.Next(700), -1);
+  EXPECT_EQ(s.Next(-1), 0);
+}
+
+}  // namespace
+}  // namespace accel
