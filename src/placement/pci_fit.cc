@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <tuple>
 
 namespace accel::placement {
 
@@ -75,16 +76,21 @@ bool DevicePool::Choose(const std::vector<bool>& on_node, bool floating,
   };
   std::vector<Slot> slots;
   for (size_t r = 0; r < requests_.size(); ++r) {
-    std::vector<std::pair<int, int>> ranked;  // (rank, candidate)
+    // (rank, n-th eligible device of its node, candidate): local devices first, and among equals
+    // round-robin over nodes, so a guest spanning nodes gets its devices spread over its cells.
+    std::vector<std::tuple<int, int, int>> ranked;
+    std::vector<int> seen_on_node(nodes_.size() + 1, 0);
     for (int c : matches_[r]) {
       int rank = Rank(requests_[r], candidates_[c].node, on_node, floating, on_package);
-      if (rank != kIneligible) ranked.push_back({rank, c});
+      if (rank == kIneligible) continue;
+      ranked.push_back({rank, seen_on_node[candidates_[c].node + 1]++, c});
     }
-    std::stable_sort(ranked.begin(), ranked.end(),
-                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
+      return std::tie(std::get<0>(a), std::get<1>(a)) < std::tie(std::get<0>(b), std::get<1>(b));
+    });
     if (static_cast<int>(ranked.size()) < requests_[r].count) return false;
     Slot s{r, {}};
-    for (const auto& [rank, c] : ranked) s.options.push_back(c);
+    for (const auto& [rank, nth, c] : ranked) s.options.push_back(c);
     for (int i = 0; i < requests_[r].count; ++i) slots.push_back(s);
   }
   // Bipartite matching slots -> candidates by augmenting paths (Kuhn), trying each slot's

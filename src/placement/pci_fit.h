@@ -3,7 +3,8 @@
 // A DevicePool holds the free host devices that match at least one request. Given the host
 // nodes the guest's cells occupy, it decides whether every request can get its count of
 // distinct devices, and which: local devices first, then devices of unknown NUMA node, then
-// same-socket, then remote, each in address order. Immutable after construction; thread-safe.
+// same-socket, then remote; among equals round-robin over nodes (so a guest spanning nodes gets
+// a device per cell), then in address order. Immutable after construction; thread-safe.
 #pragma once
 
 #include <string>

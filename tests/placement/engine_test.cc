@@ -111,6 +111,18 @@ TEST(Engine, EmulatorIsolateReservesACpuOnCellZerosNode) {
   EXPECT_EQ(Validate(host, {}, {}, req, p), "");
 }
 
+TEST(Engine, TwoCellGpuGuestGetsOneLocalGpuPerCell) {
+  auto host = MakeHost({{8, 2, 65536, 4096, 16, 0, 2}, {8, 2, 65536, 4096, 16, 1, 2}});
+  auto req = Dedicated(16, 16384, 2);
+  req.pci.push_back(GpuRequest(2, PciNumaPolicy::kRequired));
+  PlaceResult r = Place(host, {}, {}, req);
+  ASSERT_TRUE(r.fits());
+  ASSERT_EQ(r.placement->devices.size(), 2u);
+  EXPECT_NE(r.placement->devices[0].guest_cell, r.placement->devices[1].guest_cell);
+  EXPECT_GE(r.placement->devices[0].guest_cell, 0);
+  EXPECT_GE(r.placement->devices[1].guest_cell, 0);
+}
+
 TEST(Engine, TwoCellGuestSpansTwoNodes) {
   auto host = TwoNodeGpuHost();
   auto req = Dedicated(16, 16384, 2);
