@@ -116,9 +116,6 @@ std::vector<NodeView> BuildNodeViews(const topology::HostTopology& host, const H
     v.shared_vcpus_used = used ? used->shared_vcpus : 0;
     v.shared_capacity = v.shared_cpus.Count() * policy.cpu_allocation_ratio;
     v.pools = Pools(node, used, policy);
-    v.untouched = v.pinned_cpus.Empty() && v.shared_vcpus_used == 0;
-    if (used)
-      for (const auto& [size, n] : used->pages_used) v.untouched = v.untouched && n == 0;
   }
   for (const topology::PciDevice& d : host.pci) {
     if (!d.is_accelerator() || usage.devices.count(d.address)) continue;

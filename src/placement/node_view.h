@@ -46,7 +46,6 @@ struct NodeView {
   double shared_capacity = 0;   ///< |shared_cpus| x cpu_allocation_ratio
   std::vector<PoolView> pools;  ///< ascending by size; pools[0] is the base page pool
   int free_accelerators = 0;    ///< unused GPUs/HPUs local to the node
-  bool untouched = true;        ///< nothing is held on this node
 
   /// The node's cores with at least one dedicated CPU, in topology order, with free threads.
   std::vector<CoreView> Cores() const;
