@@ -9,7 +9,11 @@ bench/compare_nova.sh:
 Nova is used as an installed library; hosts and requests are built by the
 reference driver ../shared/reference/nova_fit_demo.py (imported by path, not
 copied). The cases below mirror Cases() in bench/place_bench.cc one for one and
-are matched to its benchmarks by name: BM_Fit/<case>/cells:<n>.
+are matched to its benchmarks by name: BM_Fit/<case>/cells:<n> times accel's
+prepared path, Place(HostState, request), with the host state built outside
+the timed loop as Nova's host objects are; the ratio is taken against it.
+BM_FitStateless/<case>/cells:<n> (the one-shot Place(host, usage, policy,
+request), which builds the state in every call) is shown next to it.
 """
 
 import argparse
@@ -103,6 +107,10 @@ def bench_name(row):
     return 'BM_Fit/%s/cells:%d' % (row['case'], row['cells'])
 
 
+def stateless_name(name):
+    return name.replace('BM_Fit/', 'BM_FitStateless/', 1)
+
+
 # --------------------------------------------------------------------------
 # Nova side
 # --------------------------------------------------------------------------
@@ -193,6 +201,10 @@ def fmt_us(v):
         return '%.2f s' % (v / 1e6)
     if v >= 1e4:
         return '%.1f ms' % (v / 1e3)
+    if v < 1:
+        return '{:.3f} µs'.format(v)
+    if v < 10:
+        return '{:.2f} µs'.format(v)
     return '{:.1f} µs'.format(v) if v < 100 else '{:,.0f} µs'.format(v)
 
 
@@ -200,10 +212,34 @@ def fit_word(b):
     return 'fit' if b else 'no fit'
 
 
+def markdown_table(out):
+    """The results as the table in docs/benchmarks.md."""
+    lines = ['| benchmark | Nova median (calls) | accel median | accel CPU | '
+             'ratio (wall) | ratio (CPU) | one-shot median | fit | '
+             'host nodes |', '|---|---|---|---|---|---|---|---|---|']
+    for rec in out:
+        n, a, o = rec['nova'], rec['accel'], rec.get('accel_one_shot')
+        if a is None or 'error' in a:
+            continue
+        ratio = rec.get('ratio')
+        lines.append('| `%s` | %s | %s | %s | %s | %s | %s | %s | %s |' % (
+            rec['name'],
+            '%s (×%d)' % (fmt_us(n['median_us']), n['iterations'])
+            if n else '–',
+            fmt_us(a['median_us']), fmt_us(a['cpu_median_us']),
+            '{:,.0f}×'.format(ratio) if ratio else '–',
+            '{:,.0f}×'.format(rec['cpu_ratio']) if ratio else '–',
+            fmt_us(o['median_us']) if o and 'error' not in o else '–',
+            rec.get('agreement', ''), rec.get('nodes', '-')))
+    return '\n'.join(lines) + '\n'
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('place_bench', nargs='?', default='build/bench/place_bench')
     ap.add_argument('--json', help='write all results to this file')
+    ap.add_argument('--markdown',
+                    help='write the table of docs/benchmarks.md to this file')
     ap.add_argument('--iterations', type=int, default=1000,
                     help='most Nova calls per case (default 1000)')
     ap.add_argument('--budget', type=float, default=2.0,
@@ -229,6 +265,10 @@ def main():
 
     rows = cases()
     nova = {}
+    # Other work on the machine skews both sides; the load is printed and saved with the run.
+    load = {'nova_start': os.getloadavg()}
+    print('  load average at the start of the Nova part: %.2f %.2f %.2f'
+          % load['nova_start'])
     for row in rows:
         print('  nova %-40s' % bench_name(row), end='', flush=True)
         t0 = time.perf_counter()
@@ -237,19 +277,25 @@ def main():
         print(' skipped' if r is None else ' %10s  x%-5d (%.1f s)' % (
             fmt_us(r['median_us']), r['iterations'],
             time.perf_counter() - t0))
-    print('  running %s ...' % args.place_bench, flush=True)
+    load['accel_start'] = os.getloadavg()
+    print('  running %s ... (load average %.2f %.2f %.2f)'
+          % ((args.place_bench,) + load['accel_start']), flush=True)
     context, accel = run_accel(args.place_bench, args.repetitions,
                                args.min_time)
+    load['accel_end'] = os.getloadavg()
+    print('  load average at the end: %.2f %.2f %.2f' % load['accel_end'])
 
     out, ratios, cpu_ratios, fit_ratios, problems = [], [], [], [], []
-    hdr = '%-40s %10s %9s %8s %8s %9s  %s' % (
-        'case', 'Nova', 'accel', 'ratio', 'cpu', 'nodes', 'fit')
+    hdr = '%-40s %10s %9s %8s %8s %9s %9s  %s' % (
+        'case', 'Nova', 'accel', 'ratio', 'cpu', 'one-shot', 'nodes', 'fit')
     print('\n' + hdr + '\n' + '-' * len(hdr))
     for row in rows:
         name = bench_name(row)
         n, a = nova[name], accel.get(name)
+        one_shot = accel.get(stateless_name(name))
         rec = {'name': name, 'case': row['case'], 'cells': row['cells'],
-               'intended_fit': row['fits'], 'nova': n, 'accel': a}
+               'intended_fit': row['fits'], 'nova': n, 'accel': a,
+               'accel_one_shot': one_shot}
         if a is None or 'error' in a:
             why = 'missing' if a is None else a['error']
             problems.append('%s: accel benchmark %s' % (name, why))
@@ -284,10 +330,16 @@ def main():
             nn = ','.join(map(str, n['host_cells'] or [])) if n else '?'
             nodes = an if an == nn else '%s/%s' % (nn, an)
         rec['nodes'] = nodes
-        print('%-40s %10s %9s %8s %8s %9s  %s' % (
+        if one_shot and 'error' not in one_shot and \
+                one_shot['fits'] != a['fits']:
+            problems.append('%s: one-shot and prepared paths disagree' % name)
+        print('%-40s %10s %9s %8s %8s %9s %9s  %s' % (
             name, fmt_us(n and n['median_us']), fmt_us(a['median_us']),
             '%.0fx' % ratio if ratio else '-',
-            '%.0fx' % cpu_ratio if cpu_ratio else '-', nodes, agree))
+            '%.0fx' % cpu_ratio if cpu_ratio else '-',
+            fmt_us(one_shot['median_us'])
+            if one_shot and 'error' not in one_shot else '-',
+            nodes, agree))
 
     def geomean(xs):
         return math.exp(statistics.fmean(math.log(x) for x in xs)) if xs else None
@@ -295,9 +347,11 @@ def main():
     gm, gm_cpu, gm_fit = geomean(ratios), geomean(cpu_ratios), \
         geomean(fit_ratios)
     print('-' * len(hdr))
-    print('ratio = Nova median / accel median (wall clock); cpu = the same '
-          'for CPU time; nodes = host node per guest cell (Nova/accel when '
-          'they differ)')
+    print('accel = Place(HostState, request), state built before timing; '
+          'ratio = Nova median / accel median (wall clock); cpu = the same '
+          'for CPU time; one-shot = Place(host, usage, policy, request) '
+          'median, state built in the call; nodes = host node per guest '
+          'cell (Nova/accel when they differ)')
     if gm:
         print('geometric mean ratio over %d cases: %.0fx wall, %.0fx cpu; '
               'over the %d fitting cases: %.0fx; smallest %.1fx' % (
@@ -310,10 +364,13 @@ def main():
             json.dump({'nova_version': nova_version,
                        'python': platform.python_version(),
                        'place_bench': args.place_bench,
-                       'accel_context': context,
+                       'accel_context': context, 'load_average': load,
                        'geomean_ratio': gm, 'geomean_cpu_ratio': gm_cpu,
                        'geomean_fit_ratio': gm_fit,
                        'problems': problems, 'rows': out}, fh, indent=1)
+    if args.markdown:
+        with open(args.markdown, 'w') as fh:
+            fh.write(markdown_table(out))
     return 1 if problems else 0
 
 

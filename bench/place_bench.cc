@@ -1,12 +1,18 @@
 // place_bench: times accel::placement::Place() on the scenarios of Nova's timing table
 // (shared/reference/nova-numa.md §3.1 and §6), on the hosts nova_fit_demo.py builds.
 //
-// Every benchmark is named BM_Fit/<case>/cells:<host NUMA nodes>; bench/nova_compare.py runs the
-// same <case> through Nova and matches the two by that name, so keep the two case lists in step.
+// Every case has two benchmarks:
+//   BM_Fit/<case>/cells:<host NUMA nodes>: Place(state, request) on a HostState built once before
+//     the timed loop, as Nova's benchmark builds its host objects (and a scheduler keeps its host
+//     state) outside the timed call. bench/nova_compare.py runs the same <case> through Nova and
+//     matches the two by this name, so keep the two case lists in step.
+//   BM_FitStateless/<case>/cells:<n>: the one-shot Place(host, usage, policy, request), which
+//     builds the state inside every call.
 // Requests go through accel's flavor parser from the same extra specs the demo gives Nova's
 // numa_get_constraints; parsing happens in setup, outside the timed loop (as in the demo).
-// Each benchmark checks once, before timing, that the case fits (or does not) as intended, and
-// reports the outcome as the counter "fits" (1 or 0) and the label "nodes:<host node per cell>".
+// Each benchmark checks once, before timing, that the case fits (or does not) as intended and
+// that both paths give the same answer, and reports the outcome as the counter "fits" (1 or 0)
+// and the label "nodes:<host node per cell>".
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -17,7 +23,9 @@
 
 #include "placement/engine.h"
 #include "placement/flavor.h"
+#include "placement/host_state.h"
 #include "placement/pci_alias.h"
+#include "placement/placement_json.h"
 #include "place_bench_host.h"
 
 namespace accel::bench {
@@ -143,7 +151,13 @@ std::string NodesLabel(const PlaceResult& r) {
   return s;
 }
 
-void BM_Fit(benchmark::State& state, const Case& c) {
+// The whole answer as text, to check that both paths agree.
+std::string Answer(const PlaceResult& r) {
+  return r.fits() ? placement::WritePlacementJson(*r.placement) : placement::NoFitToJson(r.no_fit).dump();
+}
+
+// Times one case; `prepared` picks Place(HostState, request) over the one-shot Place().
+void BM_Fit(benchmark::State& state, const Case& c, bool prepared) {
   const DemoHost d = MakeDemoHost(c.shape);
   if (std::string bad = topology::CheckInvariants(d.host); !bad.empty()) {
     state.SkipWithError(("host: " + bad).c_str());
@@ -157,7 +171,12 @@ void BM_Fit(benchmark::State& state, const Case& c) {
     state.SkipWithError(e.what());
     return;
   }
+  const placement::HostState host_state(d.host, usage, d.policy);
   const PlaceResult first = placement::Place(d.host, usage, d.policy, request);
+  if (Answer(first) != Answer(placement::Place(host_state, request))) {
+    state.SkipWithError("Place(state) and Place(host, usage, policy) disagree");
+    return;
+  }
   if (first.fits() != c.fits) {
     state.SkipWithError(c.fits ? ("expected a fit: " + first.no_fit.reasons.front()).c_str()
                                : "expected no fit, but it fits");
@@ -168,9 +187,16 @@ void BM_Fit(benchmark::State& state, const Case& c) {
       state.SkipWithError(("invalid placement: " + bad).c_str());
       return;
     }
-  for (auto _ : state) {
-    PlaceResult r = placement::Place(d.host, usage, d.policy, request);
-    benchmark::DoNotOptimize(r);
+  if (prepared) {
+    for (auto _ : state) {
+      PlaceResult r = placement::Place(host_state, request);
+      benchmark::DoNotOptimize(r);
+    }
+  } else {
+    for (auto _ : state) {
+      PlaceResult r = placement::Place(d.host, usage, d.policy, request);
+      benchmark::DoNotOptimize(r);
+    }
   }
   state.counters["fits"] = first.fits() ? 1 : 0;
   state.SetLabel(NodesLabel(first));
@@ -180,10 +206,13 @@ void BM_Fit(benchmark::State& state, const Case& c) {
 }  // namespace accel::bench
 
 int main(int argc, char** argv) {
-  for (const accel::bench::Case& c : accel::bench::Cases()) {
-    const std::string name = "BM_Fit/" + c.name + "/cells:" + std::to_string(c.shape.cells);
-    benchmark::RegisterBenchmark(name.c_str(), accel::bench::BM_Fit, c)->Unit(benchmark::kMicrosecond);
-  }
+  for (bool prepared : {true, false})
+    for (const accel::bench::Case& c : accel::bench::Cases()) {
+      const std::string name = std::string(prepared ? "BM_Fit/" : "BM_FitStateless/") + c.name +
+                               "/cells:" + std::to_string(c.shape.cells);
+      benchmark::RegisterBenchmark(name.c_str(), accel::bench::BM_Fit, c, prepared)
+          ->Unit(benchmark::kMicrosecond);
+    }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

@@ -18,3 +18,16 @@ for host in live fixtures/hosts/hgx-h100.json; do
       --state "$state" || [ $? = 1 ]
   done
 done
+
+echo; echo "== accel exporter --once (this host: the vendor libraries it finds)"
+"$accel" exporter --once --topology live | grep -v '^#' | head -n 20 || true
+
+fake="$BUILD_DIR/tests/fakes/nvml/libnvidia-ml.so.1"
+if [ -f "$fake" ]; then
+  echo; echo "== accel exporter --once on the fake NVML (8 x H100, 4 in MIG mode): dashboard 12239's series"
+  FAKE_NVML_CONFIG=tests/fakes/nvml/examples/h100x8-mig.json \
+    "$accel" exporter --once --vendors nvidia --nvml-library "$fake" \
+      --topology fixtures/hosts/hgx-h100.json |
+    grep -E '^(DCGM_FI_DEV_GPU_TEMP|DCGM_FI_DEV_POWER_USAGE|DCGM_FI_PROF_PIPE_TENSOR_ACTIVE|accel_device_up)' | head -n 24
+  echo "(serve it: accel exporter, then curl localhost:9400/metrics; see docs/telemetry.md)"
+fi

@@ -10,5 +10,6 @@ namespace accel::cli {
 void RegisterTopo(CLI::App& app, int* exit_code);     ///< accel topo
 void RegisterPlace(CLI::App& app, int* exit_code);    ///< accel place
 void RegisterClaims(CLI::App& app, int* exit_code);   ///< accel claims, accel release
+void RegisterExporter(CLI::App& app, int* exit_code); ///< accel exporter
 
 }  // namespace accel::cli

@@ -9,12 +9,13 @@ int main(int argc, char** argv) {
   CLI::App app{
       "accel tunes every layer between an AI workload and its accelerator: host topology,\n"
       "NUMA-aligned placement of Nova flavors with pinned CPUs, hugepages and PCI passthrough,\n"
-      "and the libvirt domain XML that realizes it.\n\n"
+      "the libvirt domain XML that realizes it, and accelerator telemetry for Prometheus.\n\n"
       "Examples:\n"
       "  accel topo                                   # this host\n"
       "  accel topo --topology fixtures/hosts/hgx-h100.json -o json\n"
       "  accel place --topology fixtures/hosts/hgx-h100.json --flavor examples/flavors/gpu-1g.yaml \\\n"
-      "              --aliases examples/flavors/aliases.json -o libvirt\n",
+      "              --aliases examples/flavors/aliases.json -o libvirt\n"
+      "  accel exporter                               # GPU/HPU metrics on :9400/metrics\n",
       "accel"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "accel 0.1.0");
@@ -22,6 +23,7 @@ int main(int argc, char** argv) {
   accel::cli::RegisterTopo(app, &exit_code);
   accel::cli::RegisterPlace(app, &exit_code);
   accel::cli::RegisterClaims(app, &exit_code);
+  accel::cli::RegisterExporter(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -424,10 +424,19 @@ std::string ReadWholeFile(const std::string& path) {
                      "is " + std::to_string(size) +
                          " bytes, more than the 64 MiB an input file of accel can sensibly be");
   }
-  std::ostringstream text;
-  text << in.rdbuf();
+  // Read in chunks with the cap applied as we go: /dev/zero, a FIFO or a growing file has no
+  // size to check up front.
+  std::string text;
+  char chunk[65536];
+  while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
+    text.append(chunk, static_cast<size_t>(in.gcount()));
+    if (text.size() > kMaxFileBytes) {
+      throw InputError(path, "", "holds more than the 64 MiB an input file of accel can sensibly be",
+                       "give the path of a regular file");
+    }
+  }
   if (in.bad()) throw InputError(path, "", std::string("cannot be read: ") + std::strerror(errno));
-  return text.str();
+  return text;
 }
 
 json ReadStructuredFile(const std::string& path) { return ParseStructuredText(ReadWholeFile(path), path); }

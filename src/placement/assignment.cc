@@ -1,31 +1,30 @@
 #include "placement/assignment.h"
 
-#include <limits>
+#include "placement/small_vector.h"
 
 namespace accel::placement {
 
-std::vector<int> MinCostAssignment(const std::vector<std::vector<Cost>>& cost) {
-  const int rows = static_cast<int>(cost.size());
-  if (rows == 0) return {};
-  const int cols = static_cast<int>(cost[0].size());
-  if (rows > cols) return {};
+bool MinCostAssignment(const Cost* cost, int rows, int cols, int* out) {
+  if (rows == 0 || rows > cols) return false;
   const Cost inf = static_cast<Cost>(1) << 120;
   // Potentials u (rows) and v (columns), 1-based with a virtual column 0 (e-maxx formulation).
-  std::vector<Cost> u(rows + 1, 0), v(cols + 1, 0);
-  std::vector<int> match(cols + 1, 0), way(cols + 1, 0);
+  SmallVector<Cost, 65> u(rows + 1, 0), v(cols + 1, 0), minv(cols + 1, inf);
+  SmallVector<int, 65> match(cols + 1, 0), way(cols + 1, 0);
+  SmallVector<char, 65> used(cols + 1, 0);
   for (int i = 1; i <= rows; ++i) {
     match[0] = i;
     int j0 = 0;
-    std::vector<Cost> minv(cols + 1, inf);
-    std::vector<bool> used(cols + 1, false);
+    minv.assign(cols + 1, inf);
+    used.assign(cols + 1, 0);
     do {
-      used[j0] = true;
+      used[j0] = 1;
       const int i0 = match[j0];
+      const Cost* row = cost + static_cast<size_t>(i0 - 1) * cols;
       Cost delta = inf;
       int j1 = 0;
       for (int j = 1; j <= cols; ++j) {
         if (used[j]) continue;
-        Cost cur = cost[i0 - 1][j - 1] - u[i0] - v[j];
+        Cost cur = row[j - 1] - u[i0] - v[j];
         if (cur < minv[j]) {
           minv[j] = cur;
           way[j] = j0;
@@ -51,11 +50,39 @@ std::vector<int> MinCostAssignment(const std::vector<std::vector<Cost>>& cost) {
       j0 = j1;
     } while (j0 != 0);
   }
-  std::vector<int> result(rows, -1);
+  for (int i = 0; i < rows; ++i) out[i] = -1;
   for (int j = 1; j <= cols; ++j)
-    if (match[j] != 0) result[match[j] - 1] = j - 1;
+    if (match[j] != 0) out[match[j] - 1] = j - 1;
   for (int i = 0; i < rows; ++i)
-    if (result[i] < 0 || cost[i][result[i]] >= kForbidden) return {};
+    if (out[i] < 0 || cost[static_cast<size_t>(i) * cols + out[i]] >= kForbidden) return false;
+  return true;
+}
+
+bool SameRowsAssignment(const Cost* row, int rows, int cols, int* out) {
+  if (rows == 0 || rows > cols) return false;
+  // Selection, not a sort: rows is the guest's cell count, a handful.
+  SmallVector<char, 64> taken(cols, 0);
+  for (int i = 0; i < rows; ++i) {
+    int best = -1;
+    for (int j = 0; j < cols; ++j)
+      if (!taken[j] && row[j] < kForbidden && (best < 0 || row[j] < row[best])) best = j;
+    if (best < 0) return false;
+    taken[best] = 1;
+    out[i] = best;
+  }
+  return true;
+}
+
+std::vector<int> MinCostAssignment(const std::vector<std::vector<Cost>>& cost) {
+  const int rows = static_cast<int>(cost.size());
+  if (rows == 0) return {};
+  const int cols = static_cast<int>(cost[0].size());
+  if (rows > cols) return {};
+  std::vector<Cost> flat;
+  flat.reserve(static_cast<size_t>(rows) * cols);
+  for (const auto& row : cost) flat.insert(flat.end(), row.begin(), row.end());
+  std::vector<int> result(rows, -1);
+  if (!MinCostAssignment(flat.data(), rows, cols, result.data())) return {};
   return result;
 }
 

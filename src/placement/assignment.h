@@ -2,7 +2,7 @@
 //
 // The engine uses it to put guest cells (rows) on distinct host nodes (columns). Costs are
 // 128-bit so that lexicographic score levels can be packed into one number without overflow.
-// Pure function.
+// Pure functions; the flat form allocates nothing for up to 64 columns.
 #pragma once
 
 #include <vector>
@@ -19,5 +19,15 @@ constexpr Cost kForbidden = static_cast<Cost>(1) << 100;
 /// exceed columns or every complete assignment uses a kForbidden pair. Ties are broken the same
 /// way for the same input.
 std::vector<int> MinCostAssignment(const std::vector<std::vector<Cost>>& cost);
+
+/// The same on a row-major rows x cols matrix: writes the column of each row to out[0..rows)
+/// and returns true, or returns false (out unspecified) where the vector form returns empty.
+bool MinCostAssignment(const Cost* cost, int rows, int cols, int* out);
+
+/// MinCostAssignment of a matrix whose `rows` rows all equal `row` (guest cells with the same
+/// demand), in O(rows · cols): the cheapest columns in order of cost, ties to the lower column,
+/// which is what the Hungarian algorithm returns on such a matrix (assignment_test.cc holds it
+/// to that). Same return contract.
+bool SameRowsAssignment(const Cost* row, int rows, int cols, int* out);
 
 }  // namespace accel::placement

@@ -2,16 +2,20 @@
 
 #include <algorithm>
 
+#include "placement/small_vector.h"
+
 namespace accel::placement {
 
 namespace {
 
 std::string NodeName(const NodeView& node) { return "node " + std::to_string(node.id); }
 
+using CoreList = SmallVector<const CoreView*, 64>;
+
 // Free threads in the order a pinning takes them: from cores already partly held first (so
 // whole cores stay free), then from whole free cores, each core's threads ascending.
 struct ThreadOrder {
-  std::vector<const CoreView*> partial, whole;
+  CoreList partial, whole;
 };
 
 // `keep`: CPUs the cell's own shared vCPUs need (shared CPUs nobody pinned), when its pinning
@@ -20,21 +24,22 @@ struct ThreadOrder {
 ThreadOrder OrderCores(const std::vector<CoreView>& cores, const CpuSet& keep) {
   ThreadOrder o;
   for (const CoreView& c : cores) {
-    if (c.free.Empty()) continue;
-    (c.whole_free() ? o.whole : o.partial).push_back(&c);
+    if (c.free_count == 0) continue;
+    (c.whole ? o.whole : o.partial).push_back(&c);
   }
   if (!keep.Empty())
     for (auto* list : {&o.partial, &o.whole})
       std::stable_sort(list->begin(), list->end(), [&](const CoreView* a, const CoreView* b) {
-        return a->threads.Intersect(keep).Count() < b->threads.Intersect(keep).Count();
+        return a->threads.CountIntersect(keep) < b->threads.CountIntersect(keep);
       });
   return o;
 }
 
+using CpuList = SmallVector<int, 64>;
+
 // Picks `count` free threads, partial cores first; threads outside `keep` before those in it.
-std::vector<int> TakeThreads(const ThreadOrder& order, int count, const CpuSet& keep) {
-  std::vector<int> out;
-  out.reserve(count);
+CpuList TakeThreads(const ThreadOrder& order, int count, const CpuSet& keep) {
+  CpuList out;
   for (bool in_keep : {false, true}) {
     for (const auto* list : {&order.partial, &order.whole})
       for (const CoreView* c : *list)
@@ -48,10 +53,10 @@ std::vector<int> TakeThreads(const ThreadOrder& order, int count, const CpuSet& 
 }
 
 // Whole free cores with min_threads threads or more, ascending.
-std::vector<const CoreView*> WholeCores(const ThreadOrder& order, int min_threads) {
-  std::vector<const CoreView*> out;
+CoreList WholeCores(const ThreadOrder& order, int min_threads) {
+  CoreList out;
   for (const CoreView* c : order.whole)
-    if (c->threads.Count() >= min_threads) out.push_back(c);
+    if (c->thread_count >= min_threads) out.push_back(c);
   return out;
 }
 
@@ -71,17 +76,22 @@ int PickEmulatorThread(const std::vector<CoreView>& cores, const CpuSet& consume
   return -1;
 }
 
+// Pins vCPUs vcpus[i] (ascending) to cpus[i].
+void Pin(const CpuSet& vcpus, const CpuList& cpus, CellFit* fit) {
+  size_t i = 0;
+  for (int v = vcpus.First(); v >= 0; v = vcpus.Next(v)) fit->pinning.emplace_hint(fit->pinning.end(), v, cpus[i++]);
+}
+
 bool PinDedicated(const NodeView& node, const std::vector<CoreView>& cores, const GuestCell& cell,
                   const PlacementRequest& req, bool reserve_emulator, CellFit* fit) {
-  const std::vector<int> vcpus = cell.dedicated_vcpus.ToVector();
-  const int n = static_cast<int>(vcpus.size());
+  const int n = cell.dedicated_vcpus.Count();
   const int r = reserve_emulator ? 1 : 0;
   if (n == 0 && r == 0) return true;
   const CpuSet keep = !cell.shared_vcpus.Empty() && !node.dedicated_in_shared
                           ? node.shared_cpus.Minus(node.pinned_cpus)
                           : CpuSet();
   const ThreadOrder order = OrderCores(cores, keep);
-  std::vector<int> cpus;
+  CpuList cpus;
   // Thread policies shape the pinning only; a cell without dedicated vCPUs has none to shape.
   const ThreadPolicy policy = n > 0 ? req.thread_policy : ThreadPolicy::kPrefer;
   switch (policy) {
@@ -101,15 +111,15 @@ bool PinDedicated(const NodeView& node, const std::vector<CoreView>& cores, cons
         fit->reason = NodeName(node) + ": cores have no SMT siblings, thread policy require needs them";
         return false;
       }
-      std::vector<const CoreView*> whole = WholeCores(order, 2);
+      const CoreList whole = WholeCores(order, 2);
       int capacity = 0;
       for (const CoreView* c : whole) {
         if (capacity >= n) break;
         // Threads outside `keep` first, so a partly filled last core leaves shared CPUs.
         for (const CpuSet& part : {c->threads.Minus(keep), c->threads.Intersect(keep)})
-          for (int cpu : part.ToVector())
+          for (int cpu = part.First(); cpu >= 0; cpu = part.Next(cpu))
             if (static_cast<int>(cpus.size()) < n) cpus.push_back(cpu);
-        capacity += c->threads.Count();
+        capacity += c->thread_count;
       }
       if (static_cast<int>(cpus.size()) < n) {
         fit->reason = NodeName(node) + ": " + std::to_string(whole.size()) +
@@ -125,7 +135,7 @@ bool PinDedicated(const NodeView& node, const std::vector<CoreView>& cores, cons
       break;
     }
     case ThreadPolicy::kIsolate: {
-      std::vector<const CoreView*> whole = WholeCores(order, 1);
+      const CoreList whole = WholeCores(order, 1);
       if (static_cast<int>(whole.size()) < n + r) {
         fit->reason = NodeName(node) + ": " + std::to_string(whole.size()) +
                       " free whole cores, thread policy isolate needs " + std::to_string(n + r) +
@@ -143,9 +153,9 @@ bool PinDedicated(const NodeView& node, const std::vector<CoreView>& cores, cons
       break;
     }
   }
-  for (int i = 0; i < n; ++i) fit->pinning[vcpus[i]] = cpus[i];
+  Pin(cell.dedicated_vcpus, cpus, fit);
   if (r && fit->emulator_cpus.Empty() && req.thread_policy == ThreadPolicy::kIsolate) {
-    std::vector<const CoreView*> whole = WholeCores(order, 1);
+    const CoreList whole = WholeCores(order, 1);
     if (whole.empty()) {
       fit->reason = NodeName(node) + ": no free whole core for the emulator threads (thread policy isolate)";
       return false;
@@ -186,51 +196,90 @@ bool FitShared(const NodeView& node, const GuestCell& cell, CellFit* fit) {
   return true;
 }
 
-bool FitMemory(const NodeView& node, const GuestCell& cell, const PlacementRequest& req,
-               CellFit* fit) {
-  const uint64_t kib = cell.memory_mib * 1024;
-  std::vector<uint64_t> sizes = CandidatePageSizes(node, req.page_size);
-  if (sizes.empty()) {
-    fit->reason = NodeName(node) + ": no " +
-                  (req.page_size.kind == PageSizeRequest::kExplicit
-                       ? PageSizeName(req.page_size.size_kib) + " page pool"
-                       : std::string("hugepage pool"));
-    return false;
+// The pools a request may use on a node, in the order they are tried: `count` pools from
+// `first`, walking by `step` (-1: largest first, for large/any).
+struct PoolRange {
+  const PoolView* first = nullptr;
+  int count = 0;
+  int step = 1;
+  const PoolView& operator[](int i) const { return first[i * step]; }
+};
+
+inline PoolRange CandidatePools(const NodeView& node, const PageSizeRequest& request) {
+  const std::vector<PoolView>& pools = node.pools;
+  if (pools.empty()) return {};
+  const int n = static_cast<int>(pools.size());
+  switch (request.kind) {
+    case PageSizeRequest::kNone:
+    case PageSizeRequest::kSmall:
+      return {&pools.front(), 1, 1};
+    case PageSizeRequest::kExplicit: {
+      const PoolView* p = node.Pool(request.size_kib);
+      return {p, p ? 1 : 0, 1};
+    }
+    case PageSizeRequest::kLarge:
+      return {&pools.back(), n - 1, -1};
+    case PageSizeRequest::kAny:
+      return {&pools.back(), n, -1};
   }
-  std::string why;
-  for (uint64_t size : sizes) {
-    const PoolView* pool = node.Pool(size);
-    if (kib % size != 0) {
-      why = std::to_string(cell.memory_mib) + " MiB is not a multiple of " + PageSizeName(size) +
-            " pages";
-      continue;
-    }
-    if (pool->free < kib / size) {
-      why = PageSizeName(size) + " pages: " + std::to_string(pool->free) + " free, needs " +
-            std::to_string(kib / size);
-      continue;
-    }
-    fit->page_size_kib = size;
-    fit->pages = kib / size;
+  return {};
+}
+
+// The page size for `kib` KiB on `node`: the first candidate pool that divides it and has the
+// pages free. Returns false when none does. No strings: every (cell, node) pair asks this.
+inline bool FindPages(const NodeView& node, uint64_t kib, const PageSizeRequest& request,
+                      uint64_t* size_kib, uint64_t* pages) {
+  const PoolRange pools = CandidatePools(node, request);
+  for (int i = 0; i < pools.count; ++i) {
+    const PoolView& pool = pools[i];
+    if (kib % pool.size_kib != 0 || pool.free < kib / pool.size_kib) continue;
+    *size_kib = pool.size_kib;
+    *pages = kib / pool.size_kib;
     return true;
   }
-  fit->reason = NodeName(node) + ": " + why;
+  return false;
+}
+
+// Why FindPages found no pool: no candidate at all, or what the last size tried lacks (a
+// person reads the list top down).
+std::string PagesReason(const NodeView& node, uint64_t memory_mib, const PageSizeRequest& request) {
+  const PoolRange pools = CandidatePools(node, request);
+  if (pools.count == 0)
+    return NodeName(node) + ": no " +
+           (request.kind == PageSizeRequest::kExplicit ? PageSizeName(request.size_kib) + " page pool"
+                                                       : std::string("hugepage pool"));
+  const PoolView& last = pools[pools.count - 1];
+  const uint64_t size = last.size_kib, kib = memory_mib * 1024;
+  if (kib % size != 0)
+    return NodeName(node) + ": " + std::to_string(memory_mib) + " MiB is not a multiple of " +
+           PageSizeName(size) + " pages";
+  return NodeName(node) + ": " + PageSizeName(size) + " pages: " + std::to_string(last.free) +
+         " free, needs " + std::to_string(kib / size);
+}
+
+// FindPages, with the reason in *why (when not null) if no pool has the pages.
+inline bool ChoosePages(const NodeView& node, uint64_t memory_mib, const PageSizeRequest& request,
+                        uint64_t* size_kib, uint64_t* pages, std::string* why) {
+  if (FindPages(node, memory_mib * 1024, request, size_kib, pages)) return true;
+  if (why) *why = PagesReason(node, memory_mib, request);
   return false;
 }
 
 int WholeCoresTouched(const std::vector<CoreView>& cores, const CpuSet& cpus) {
+  if (cpus.Empty()) return 0;
   int n = 0;
   for (const CoreView& c : cores)
-    if (c.whole_free() && c.threads.Intersects(cpus)) ++n;
+    if (c.whole && c.threads.Intersects(cpus)) ++n;
   return n;
 }
 
 // Pinned CPUs from counts: whether the cell's dedicated vCPUs and the emulator fit, with the
 // same answers PinDedicated gives, and estimates of whole cores broken and CPUs consumed.
-bool CountDedicated(const NodeView& node, const GuestCell& cell, const PlacementRequest& req,
-                    bool reserve_emulator, CellFit* fit, int* consumed) {
-  const int n = cell.dedicated_vcpus.Count();
-  const int r = reserve_emulator ? 1 : 0;
+// Reasons are written only when `why` is not null.
+bool CountDedicated(const NodeView& node, const CellDemand& d, const PlacementRequest& req,
+                    CellCount* fit, int* consumed, std::string* why) {
+  const int n = d.dedicated;
+  const int r = d.emulator ? 1 : 0;
   const int t = node.threads_per_core;
   *consumed = 0;
   if (n == 0 && r == 0) return true;
@@ -239,13 +288,14 @@ bool CountDedicated(const NodeView& node, const GuestCell& cell, const Placement
   switch (policy) {
     case ThreadPolicy::kPrefer: {
       if (node.free_threads < n + r) {
-        fit->reason = NodeName(node) + ": " + std::to_string(node.free_threads) + " free dedicated CPUs, needs " +
-                      std::to_string(n + r) + (r ? " (incl. 1 emulator CPU)" : "");
+        if (why)
+          *why = NodeName(node) + ": " + std::to_string(node.free_threads) + " free dedicated CPUs, needs " +
+                 std::to_string(n + r) + (r ? " (incl. 1 emulator CPU)" : "");
         return false;
       }
       if (isolate_emulator) {  // n == 0 here: the emulator alone takes a whole core
         if (node.whole_free_cores < 1) {
-          fit->reason = NodeName(node) + ": no free whole core for the emulator threads (thread policy isolate)";
+          if (why) *why = NodeName(node) + ": no free whole core for the emulator threads (thread policy isolate)";
           return false;
         }
         fit->whole_cores_broken = 1;
@@ -259,16 +309,17 @@ bool CountDedicated(const NodeView& node, const GuestCell& cell, const Placement
     }
     case ThreadPolicy::kRequire: {
       if (t < 2) {
-        fit->reason = NodeName(node) + ": cores have no SMT siblings, thread policy require needs them";
+        if (why) *why = NodeName(node) + ": cores have no SMT siblings, thread policy require needs them";
         return false;
       }
       if (node.whole_free_smt_threads < n) {
-        fit->reason = NodeName(node) + ": " + std::to_string(node.whole_free_smt_threads / t) +
-                      " free whole cores, thread policy require needs " + std::to_string((n + t - 1) / t);
+        if (why)
+          *why = NodeName(node) + ": " + std::to_string(node.whole_free_smt_threads / t) +
+                 " free whole cores, thread policy require needs " + std::to_string((n + t - 1) / t);
         return false;
       }
       if (r && node.free_threads < n + r) {
-        fit->reason = NodeName(node) + ": no free CPU left for the emulator threads";
+        if (why) *why = NodeName(node) + ": no free CPU left for the emulator threads";
         return false;
       }
       fit->whole_cores_broken = (n + t - 1) / t + (r && n % t == 0 && node.partial_free_threads == 0 ? 1 : 0);
@@ -277,9 +328,10 @@ bool CountDedicated(const NodeView& node, const GuestCell& cell, const Placement
     }
     case ThreadPolicy::kIsolate: {
       if (node.whole_free_cores < n + r) {
-        fit->reason = NodeName(node) + ": " + std::to_string(node.whole_free_cores) +
-                      " free whole cores, thread policy isolate needs " + std::to_string(n + r) +
-                      (r ? " (incl. 1 for the emulator)" : "");
+        if (why)
+          *why = NodeName(node) + ": " + std::to_string(node.whole_free_cores) +
+                 " free whole cores, thread policy isolate needs " + std::to_string(n + r) +
+                 (r ? " (incl. 1 for the emulator)" : "");
         return false;
       }
       fit->whole_cores_broken = n + r;
@@ -292,32 +344,50 @@ bool CountDedicated(const NodeView& node, const GuestCell& cell, const Placement
 
 }  // namespace
 
-CellFit CheckCell(const NodeView& node, const GuestCell& cell, const PlacementRequest& request,
-                  bool reserve_emulator) {
-  CellFit fit;
+CellDemand DemandOf(const GuestCell& cell, bool reserve_emulator) {
+  return {cell.dedicated_vcpus.Count(), cell.shared_vcpus.Count(), cell.memory_mib, reserve_emulator};
+}
+
+CellCount CountCell(const NodeView& node, const CellDemand& d, const PlacementRequest& request,
+                    std::string* why) {
+  CellCount fit;
   int consumed = 0;
-  if (!CountDedicated(node, cell, request, reserve_emulator, &fit, &consumed)) return fit;
-  const int s = cell.shared_vcpus.Count();
+  if (!CountDedicated(node, d, request, &fit, &consumed, why)) return fit;
+  const int s = d.shared;
   if (s > 0) {
     // A lower bound on the shared CPUs the pinning takes: each pinned CPU is one when the
     // dedicated set lies inside the shared set, none can be counted for sure otherwise.
-    const int taken = node.dedicated_in_shared ? cell.dedicated_vcpus.Count() + (reserve_emulator ? 1 : 0) : 0;
+    const int taken = node.dedicated_in_shared ? d.dedicated + (d.emulator ? 1 : 0) : 0;
     if (node.shared_free - taken < s) {
-      fit.reason = NodeName(node) + ": " + std::to_string(std::max(0, node.shared_free - taken)) +
-                   " shared CPUs, a cell with " + std::to_string(s) +
-                   " shared vCPUs needs as many (no self-overcommit)";
+      if (why)
+        *why = NodeName(node) + ": " + std::to_string(std::max(0, node.shared_free - taken)) +
+               " shared CPUs, a cell with " + std::to_string(s) +
+               " shared vCPUs needs as many (no self-overcommit)";
       return fit;
     }
     if (node.shared_vcpus_used + s > node.shared_capacity) {
-      fit.reason = NodeName(node) + ": " + std::to_string(node.shared_vcpus_used) + " shared vCPUs already on " +
-                   std::to_string(node.shared_cpus.Count()) + " shared CPUs; adding " + std::to_string(s) +
-                   " exceeds the allocation ratio";
+      if (why)
+        *why = NodeName(node) + ": " + std::to_string(node.shared_vcpus_used) + " shared vCPUs already on " +
+               std::to_string(node.shared_cpus.Count()) + " shared CPUs; adding " + std::to_string(s) +
+               " exceeds the allocation ratio";
       return fit;
     }
   }
-  if (!FitMemory(node, cell, request, &fit)) return fit;
+  if (!ChoosePages(node, d.memory_mib, request.page_size, &fit.page_size_kib, &fit.pages, why)) return fit;
   fit.free_threads_after = node.free_threads - consumed;
   fit.ok = true;
+  return fit;
+}
+
+CellFit CheckCell(const NodeView& node, const GuestCell& cell, const PlacementRequest& request,
+                  bool reserve_emulator) {
+  CellFit fit;
+  const CellCount c = CountCell(node, DemandOf(cell, reserve_emulator), request, &fit.reason);
+  fit.ok = c.ok;
+  fit.page_size_kib = c.page_size_kib;
+  fit.pages = c.pages;
+  fit.whole_cores_broken = c.whole_cores_broken;
+  fit.free_threads_after = c.free_threads_after;
   return fit;
 }
 
@@ -328,34 +398,21 @@ std::string PageSizeName(uint64_t size_kib) {
 }
 
 std::vector<uint64_t> CandidatePageSizes(const NodeView& node, const PageSizeRequest& request) {
+  const PoolRange pools = CandidatePools(node, request);
   std::vector<uint64_t> sizes;
-  if (node.pools.empty()) return sizes;
-  switch (request.kind) {
-    case PageSizeRequest::kNone:
-    case PageSizeRequest::kSmall:
-      sizes.push_back(node.pools.front().size_kib);
-      break;
-    case PageSizeRequest::kExplicit:
-      if (node.Pool(request.size_kib)) sizes.push_back(request.size_kib);
-      break;
-    case PageSizeRequest::kLarge:
-    case PageSizeRequest::kAny:
-      for (auto it = node.pools.rbegin(); it != node.pools.rend(); ++it) {
-        if (request.kind == PageSizeRequest::kLarge && it + 1 == node.pools.rend()) break;
-        sizes.push_back(it->size_kib);
-      }
-      break;
-  }
+  for (int i = 0; i < pools.count; ++i) sizes.push_back(pools[i].size_kib);
   return sizes;
 }
 
 CellFit FitCell(const NodeView& node, const GuestCell& cell, const PlacementRequest& request,
                 bool reserve_emulator) {
   CellFit fit;
-  const std::vector<CoreView> cores = node.Cores();
+  std::vector<CoreView> scratch;
+  const std::vector<CoreView>& cores = node.CoresIn(&scratch);
   if (!PinDedicated(node, cores, cell, request, reserve_emulator, &fit)) return fit;
   if (!FitShared(node, cell, &fit)) return fit;
-  if (!FitMemory(node, cell, request, &fit)) return fit;
+  if (!ChoosePages(node, cell.memory_mib, request.page_size, &fit.page_size_kib, &fit.pages, &fit.reason))
+    return fit;
   const CpuSet taken = fit.consumed.Union(fit.emulator_consumed);
   fit.whole_cores_broken = WholeCoresTouched(cores, taken);
   fit.free_threads_after = node.free_threads - taken.Count();

@@ -8,6 +8,7 @@
 #include "placement/cell_fit.h"
 #include "placement/node_view.h"
 #include "placement/pci_fit.h"
+#include "placement/small_vector.h"
 
 namespace accel::placement {
 
@@ -27,6 +28,7 @@ constexpr int kCoreShift = kFillShift + kFillBits + kCellBits;
 constexpr int kAccelShift = kCoreShift + kCoreBits + kCellBits;
 constexpr int kPciShift = kAccelShift + kAccelBits + kCellBits;
 constexpr int kForceShift = kPciShift + 1 + kCellBits;
+static_assert(kAccelShift + kAccelBits <= 64, "one cell's levels below pci must fit in 64 bits");
 // A budget on node subsets examined for PCI affinity; real hosts need a few hundred at most.
 constexpr int kMaxSubsets = 50000;
 
@@ -35,61 +37,142 @@ Cost Level(long value, int bits, int shift) {
   return static_cast<Cost>(std::clamp(value, 0L, cap)) << shift;
 }
 
-struct Search {
-  const topology::HostTopology& host;
+using Devices = std::vector<std::vector<const topology::PciDevice*>>;
+
+// What the search reads of a host: a HostState's parts, or views built for one call.
+struct HostView {
+  const topology::HostTopology& topology;
+  const HostUsage& usage;
   const HostPolicy& policy;
+  const std::vector<NodeView>& nodes;
+  const FloatingRoom& room;
+};
+
+// Costs, nodes and demands per call: inline up to these sizes, so typical calls allocate nothing.
+using CostMatrix = SmallVector<Cost, 64>;
+using NodeList = SmallVector<int, 16>;
+
+// The search over one request. Costs live in a flat [cell][node] matrix; kForbidden marks a
+// pair that does not fit. Pairs are first judged from counts (CountCell); only if a chosen pair
+// then fails its exact fit is everything redone with FitCell ("exact" mode).
+struct Search {
+  const HostView& host;
   const PlacementRequest& req;
   const std::vector<NodeView>& nodes;
   const DevicePool& pool;
-  Search(const topology::HostTopology& h, const HostPolicy& p, const PlacementRequest& r,
-         const std::vector<NodeView>& n, const DevicePool& d)
-      : host(h), policy(p), req(r), nodes(n), pool(d) {}
+  const size_t k, n;
+  const bool wants_pci, pack;
+  Search(const HostView& h, const PlacementRequest& r, const DevicePool& d)
+      : host(h), req(r), nodes(h.nodes), pool(d), k(r.cells.size()), n(h.nodes.size()),
+        wants_pci(!r.pci.empty()), pack(h.policy.strategy == Strategy::kPack) {}
 
-  std::vector<std::vector<CellFit>> fits;  // [cell][node]
-  std::vector<std::vector<Cost>> cost;     // [cell][node]; kForbidden when the cell does not fit
+  SmallVector<CellDemand, 8> demand;  // [cell]
+  CostMatrix cost;                    // [cell * n + node]
+  bool same_rows = false;             // every cell's row of `cost` is the same
+  bool exact = false;
+  std::vector<CellFit> exact_fits;    // [cell * n + node], exact mode only
 
   bool has_best = false;
   Cost best_cost = 0;
-  std::vector<int> best_nodes;
-  std::vector<std::vector<const topology::PciDevice*>> best_devices;
+  NodeList best_nodes;
+  Devices best_devices;
   int subsets = 0;
 
-  Cost CellCost(int g, int h) const {
-    const CellFit& f = fits[g][h];
-    const NodeView& n = nodes[h];
-    bool wants_pci = !req.pci.empty();
-    Cost c = 0;
-    if (wants_pci && pool.DevicesOnNode(h) == 0) c += Level(1, 1, kPciShift);
-    if (!wants_pci) c += Level(n.free_accelerators, kAccelBits, kAccelShift);
-    c += Level(f.whole_cores_broken, kCoreBits, kCoreShift);
+  // The levels below pci fit in 64 bits for one cell; they are built there and widened once.
+  Cost CellCost(int h, int whole_cores_broken, int free_threads_after) const {
+    auto level = [](long value, int bits, int shift) {
+      return static_cast<uint64_t>(std::clamp(value, 0L, (1L << bits) - 1)) << shift;
+    };
     const long max_fill = (1L << kFillBits) - 1;
-    long fill = policy.strategy == Strategy::kPack ? f.free_threads_after
-                                                   : max_fill - f.free_threads_after;
-    c += Level(fill, kFillBits, kFillShift);
-    c += Level(h, kNodeBits, 0);
-    return c;
+    uint64_t low = level(whole_cores_broken, kCoreBits, kCoreShift) +
+                   level(pack ? free_threads_after : max_fill - free_threads_after, kFillBits, kFillShift) +
+                   level(h, kNodeBits, 0);
+    if (!wants_pci) return static_cast<Cost>(low + level(nodes[h].free_accelerators, kAccelBits, kAccelShift));
+    return static_cast<Cost>(low) + (pool.DevicesOnNode(h) == 0 ? Level(1, 1, kPciShift) : 0);
+  }
+
+  bool Usable(size_t h) const {
+    for (size_t g = 0; g < k; ++g)
+      if (cost[g * n + h] < kForbidden) return true;
+    return false;
+  }
+
+  size_t UsableCount() const {
+    size_t count = 0;
+    for (size_t h = 0; h < n; ++h) count += Usable(h) ? 1 : 0;
+    return count;
+  }
+
+  // Costs of every (cell, node) pair, then the best assignment. Cells with the same demand as
+  // the previous one get its row: a count answer depends on the demand only.
+  void Evaluate(bool exact_mode) {
+    exact = exact_mode;
+    cost.assign(k * n, kForbidden);
+    if (exact) exact_fits.assign(k * n, CellFit());
+    const bool emulator = req.emulator_policy == EmulatorPolicy::kIsolate;
+    for (size_t g = 0; g < k; ++g) {
+      Cost* row = &cost[g * n];
+      if (!exact && g > 0 && demand[g] == demand[g - 1]) {
+        std::copy(row - n, row, row);
+        continue;
+      }
+      for (size_t h = 0; h < n; ++h) {
+        const int hi = static_cast<int>(h);
+        if (exact) {
+          CellFit& f = exact_fits[g * n + h];
+          f = FitCell(nodes[h], req.cells[g], req, emulator && g == 0);
+          if (f.ok) row[h] = CellCost(hi, f.whole_cores_broken, f.free_threads_after);
+        } else {
+          const CellCount c = CountCell(nodes[h], demand[g], req, nullptr);
+          if (c.ok) row[h] = CellCost(hi, c.whole_cores_broken, c.free_threads_after);
+        }
+      }
+    }
+    same_rows = true;
+    for (size_t g = 1; g < k && same_rows; ++g)
+      same_rows = std::equal(&cost[g * n], &cost[g * n] + n, &cost[0]);
+    has_best = false;
+    subsets = 0;
+    if (pool.Constrains()) {
+      std::vector<int> candidates;
+      for (int h : pool.ConstrainingNodes())
+        if (Usable(h)) candidates.push_back(h);
+      EnumerateSubsets(candidates);
+    } else {
+      TryForced({});
+    }
   }
 
   // Best assignment whose nodes include every node in `forced`; keeps it if better than best.
   void TryForced(const std::vector<int>& forced) {
-    if (cost.size() == 1) return TryForcedOneCell(forced);
-    std::vector<std::vector<Cost>> c = cost;
-    const Cost bonus = static_cast<Cost>(1) << kForceShift;
-    for (auto& row : c)
-      for (int h : forced)
-        if (row[h] < kForbidden) row[h] -= bonus;
-    std::vector<int> assign = MinCostAssignment(c);
-    if (assign.empty()) return;
-    std::vector<bool> on_node(nodes.size(), false);
-    Cost total = 0;
-    for (size_t g = 0; g < assign.size(); ++g) {
-      on_node[assign[g]] = true;
-      total += cost[g][assign[g]];
+    if (k == 1) return TryForcedOneCell(forced);
+    const Cost* c = cost.data();
+    CostMatrix forced_cost;
+    if (!forced.empty()) {
+      forced_cost = cost;
+      const Cost bonus = static_cast<Cost>(1) << kForceShift;
+      for (size_t g = 0; g < k; ++g)
+        for (int h : forced)
+          if (forced_cost[g * n + h] < kForbidden) forced_cost[g * n + h] -= bonus;
+      c = forced_cost.data();
     }
+    NodeList assign;
+    assign.resize(k);
+    const int rows = static_cast<int>(k), cols = static_cast<int>(n);
+    // Forcing subtracts the same bonus from every row, so equal rows stay equal.
+    if (!(same_rows ? SameRowsAssignment(c, rows, cols, assign.data())
+                    : MinCostAssignment(c, rows, cols, assign.data())))
+      return;
+    Cost total = 0;
+    for (size_t g = 0; g < k; ++g) total += cost[g * n + assign[g]];
     for (int h : forced)
-      if (!on_node[h]) return;
-    std::vector<std::vector<const topology::PciDevice*>> devices;
-    if (!pool.Choose(on_node, false, &devices)) return;
+      if (std::find(assign.begin(), assign.end(), h) == assign.end()) return;
+    Devices devices;
+    if (!req.pci.empty()) {
+      std::vector<bool> on_node(n, false);
+      for (int h : assign) on_node[h] = true;
+      if (!pool.Choose(on_node, false, &devices)) return;
+    }
     if (!has_best || total < best_cost) {
       has_best = true;
       best_cost = total;
@@ -102,29 +185,29 @@ struct Search {
   void TryForcedOneCell(const std::vector<int>& forced) {
     if (forced.size() > 1) return;
     int best = -1;
-    for (size_t h = 0; h < cost[0].size(); ++h) {
-      if (cost[0][h] >= kForbidden || (!forced.empty() && forced[0] != static_cast<int>(h))) continue;
-      if (best < 0 || cost[0][h] < cost[0][best]) best = static_cast<int>(h);
+    for (size_t h = 0; h < n; ++h) {
+      if (cost[h] >= kForbidden || (!forced.empty() && forced[0] != static_cast<int>(h))) continue;
+      if (best < 0 || cost[h] < cost[best]) best = static_cast<int>(h);
     }
     if (best < 0) return;
-    std::vector<std::vector<const topology::PciDevice*>> devices;
+    Devices devices;
     if (!req.pci.empty()) {
-      std::vector<bool> on_node(nodes.size(), false);
+      std::vector<bool> on_node(n, false);
       on_node[best] = true;
       if (!pool.Choose(on_node, false, &devices)) return;
     }
-    if (!has_best || cost[0][best] < best_cost) {
+    if (!has_best || cost[best] < best_cost) {
       has_best = true;
-      best_cost = cost[0][best];
-      best_nodes = {best};
+      best_cost = cost[best];
+      best_nodes.assign(1, best);
       best_devices = std::move(devices);
     }
   }
 
   bool Satisfiable(const std::vector<int>& node_set) const {
-    std::vector<bool> on_node(nodes.size(), false);
+    std::vector<bool> on_node(n, false);
     for (int h : node_set) on_node[h] = true;
-    std::vector<std::vector<const topology::PciDevice*>> unused;
+    Devices unused;
     return pool.Choose(on_node, false, &unused);
   }
 
@@ -132,7 +215,7 @@ struct Search {
   // devices; each satisfiable T is handed to TryForced and not extended (supersets add nothing
   // a forced assignment of T would not find).
   void EnumerateSubsets(const std::vector<int>& candidates) {
-    const int k = static_cast<int>(req.cells.size());
+    const int cells = static_cast<int>(k);
     const bool count_bound = !pool.HasSocketPolicy();
     std::vector<int> t;
     std::function<void(size_t, int)> dfs = [&](size_t start, int devices_in_t) {
@@ -141,7 +224,7 @@ struct Search {
         TryForced(t);
         return;
       }
-      if (static_cast<int>(t.size()) == k) return;
+      if (static_cast<int>(t.size()) == cells) return;
       for (size_t i = start; i < candidates.size(); ++i) {
         if (count_bound) {
           // Devices reachable: T's plus the richest (k - |T|) nodes from i on.
@@ -149,7 +232,7 @@ struct Search {
           for (size_t j = i; j < candidates.size(); ++j) rest.push_back(pool.DevicesOnNode(candidates[j]));
           std::sort(rest.rbegin(), rest.rend());
           int reach = devices_in_t + pool.DevicesOnNode(-1);
-          for (size_t j = 0; j < rest.size() && static_cast<int>(j) < k - static_cast<int>(t.size()); ++j)
+          for (size_t j = 0; j < rest.size() && static_cast<int>(j) < cells - static_cast<int>(t.size()); ++j)
             reach += rest[j];
           if (reach < pool.ConstrainedSlots()) return;
         }
@@ -159,6 +242,15 @@ struct Search {
       }
     };
     dfs(0, 0);
+  }
+
+  // Why cell g does not fit on node h, in the mode of the last evaluation.
+  std::string Reason(size_t g, size_t h) const {
+    if (exact) return exact_fits[g * n + h].reason;
+    std::string why;
+    const bool emulator = req.emulator_policy == EmulatorPolicy::kIsolate && g == 0;
+    CountCell(nodes[h], DemandOf(req.cells[g], emulator), req, &why);
+    return why;
   }
 };
 
@@ -179,104 +271,102 @@ std::string DeviceSummary(const std::vector<NodeView>& nodes, const DevicePool& 
   return s;
 }
 
-void AddDevices(const std::vector<std::vector<const topology::PciDevice*>>& chosen,
-                const PlacementRequest& req, const std::map<int, int>& cell_of_node,
-                Placement* p) {
+// Appends the chosen devices; each is local to the guest cell on its node, if any.
+void AddDevices(const Devices& chosen, const PlacementRequest& req, Placement* p) {
   for (size_t r = 0; r < chosen.size(); ++r)
     for (const topology::PciDevice* d : chosen[r]) {
       DevicePlacement dp{req.pci[r].alias, d->address, d->vendor_id, d->device_id, d->numa_node, -1};
-      auto it = cell_of_node.find(d->numa_node);
-      if (it != cell_of_node.end()) dp.guest_cell = it->second;
-      else if (!req.cells.empty())
+      for (const CellPlacement& c : p->cells)
+        if (c.host_node == d->numa_node) dp.guest_cell = c.guest_cell;
+      if (dp.guest_cell < 0 && !req.cells.empty())
         p->notes.push_back("device " + d->address + " (" + req.pci[r].alias + ") is not local to any guest cell (policy " +
                            PciNumaPolicyName(req.pci[r].numa_policy) + ")");
       p->devices.push_back(dp);
     }
 }
 
-PlaceResult PlaceFloating(const topology::HostTopology& host, const HostUsage& usage,
-                          const HostPolicy& policy, const PlacementRequest& req,
-                          const std::vector<NodeView>& nodes, const DevicePool& pool) {
+PlaceResult PlaceFloating(const HostView& host, const PlacementRequest& req, const DevicePool& pool) {
   PlaceResult result;
-  const FloatingRoom room = FloatingRoomOf(nodes, usage);
+  const FloatingRoom& room = host.room;
   const int used = room.vcpus_used;
   const double capacity = room.vcpu_capacity;
   const uint64_t free_mib = room.free_base_mib;
   if (used + req.vcpus > capacity)
     result.no_fit.reasons.push_back("host: " + std::to_string(used) + " shared vCPUs already on a capacity of " +
                                     std::to_string(static_cast<long>(capacity)) + " (cpu_allocation_ratio " +
-                                    std::to_string(policy.cpu_allocation_ratio) + "); needs " +
+                                    std::to_string(host.policy.cpu_allocation_ratio) + "); needs " +
                                     std::to_string(req.vcpus) + " more");
   if (free_mib < req.memory_mib)
     result.no_fit.reasons.push_back("host: " + std::to_string(free_mib) + " MiB of base-page memory free, needs " +
                                     std::to_string(req.memory_mib));
-  std::vector<std::vector<const topology::PciDevice*>> chosen;
-  if (!pool.Choose(std::vector<bool>(nodes.size(), false), true, &chosen)) {
+  Devices chosen;
+  if (!pool.Choose(std::vector<bool>(host.nodes.size(), false), true, &chosen)) {
     std::string why = PciShortfall(req, pool);
     result.no_fit.reasons.push_back(why.empty() ? "not enough free matching PCI devices" : why);
   }
   if (!result.no_fit.reasons.empty()) return result;
-  Placement p;
-  p.host = host.hostname;
+  Placement& p = result.placement.emplace();
+  p.host = host.topology.hostname;
   p.flavor = req.flavor;
   p.floating_vcpus = req.vcpus;
   p.floating_memory_mib = req.memory_mib;
-  AddDevices(chosen, req, {}, &p);
-  result.placement = std::move(p);
+  AddDevices(chosen, req, &p);
   return result;
 }
 
-Placement BuildPlacement(const topology::HostTopology& host, const PlacementRequest& req,
-                         const Search& s) {
-  Placement p;
-  p.host = host.hostname;
-  p.flavor = req.flavor;
-  std::map<int, int> cell_of_node;
+// Fills *p from the best assignment of `s`, choosing the CPUs of each pair (FitCell; in exact
+// mode the fits are already there and are moved out). Returns false, with *p partly filled,
+// when a pair judged from counts fails its exact fit.
+bool Materialize(Search& s, Placement* p) {
+  const PlacementRequest& req = s.req;
+  const bool emulator = req.emulator_policy == EmulatorPolicy::kIsolate;
+  p->host = s.host.topology.hostname;
+  p->flavor = req.flavor;
+  p->cells.reserve(req.cells.size());
   for (size_t g = 0; g < req.cells.size(); ++g) {
-    const CellFit& f = s.fits[g][s.best_nodes[g]];
-    CellPlacement c;
-    c.guest_cell = static_cast<int>(g);
-    c.host_node = s.nodes[s.best_nodes[g]].id;
-    c.pinning = f.pinning;
-    c.shared_vcpus = req.cells[g].shared_vcpus;
-    c.shared_cpus = f.shared_cpus;
-    c.consumed_cpus = f.consumed;
-    c.memory_mib = req.cells[g].memory_mib;
-    c.page_size_kib = f.page_size_kib;
-    c.pages = f.pages;
-    p.emulator_cpus = p.emulator_cpus.Union(f.emulator_cpus);
-    p.emulator_consumed_cpus = p.emulator_consumed_cpus.Union(f.emulator_consumed);
-    cell_of_node[c.host_node] = c.guest_cell;
-    p.cells.push_back(std::move(c));
+    const int h = s.best_nodes[g];
+    CellFit f = s.exact ? std::move(s.exact_fits[g * s.n + h]) : FitCell(s.nodes[h], req.cells[g], req, emulator && g == 0);
+    if (!f.ok) return false;
+    // Built from its parts in one go: constructing it empty and assigning would clear every
+    // CPU set first, and this is on the path of every call.
+    p->cells.push_back(CellPlacement{static_cast<int>(g), s.nodes[h].id, std::move(f.pinning),
+                                     req.cells[g].shared_vcpus, std::move(f.shared_cpus),
+                                     std::move(f.consumed), req.cells[g].memory_mib, f.page_size_kib,
+                                     f.pages});
+    if (!f.emulator_cpus.Empty()) p->emulator_cpus = p->emulator_cpus.Union(f.emulator_cpus);
+    if (!f.emulator_consumed.Empty())
+      p->emulator_consumed_cpus = p->emulator_consumed_cpus.Union(f.emulator_consumed);
   }
-  AddDevices(s.best_devices, req, cell_of_node, &p);
-  return p;
+  AddDevices(s.best_devices, req, p);
+  return true;
 }
 
 // Reasons for a no-fit of a guest with NUMA cells: per node, why no cell fits there; then
-// the global cause (too few nodes, or PCI affinity).
-NoFit Explain(const Search& s, const std::vector<int>& usable_nodes) {
+// the global cause (too few nodes).
+NoFit Explain(const Search& s) {
   NoFit nf;
-  const size_t k = s.req.cells.size();
-  for (size_t h = 0; h < s.nodes.size(); ++h) {
+  const size_t k = s.k;
+  for (size_t h = 0; h < s.n; ++h) {
     std::set<std::string> seen;
-    for (size_t g = 0; g < k; ++g)
-      if (!s.fits[g][h].ok && seen.insert(s.fits[g][h].reason).second)
-        nf.reasons.push_back(s.fits[g][h].reason + (k > 1 ? " (guest cell " + std::to_string(g) + ")" : ""));
+    for (size_t g = 0; g < k; ++g) {
+      if (s.cost[g * s.n + h] < kForbidden) continue;
+      std::string reason = s.Reason(g, h);
+      if (seen.insert(reason).second)
+        nf.reasons.push_back(reason + (k > 1 ? " (guest cell " + std::to_string(g) + ")" : ""));
+    }
   }
-  if (!usable_nodes.empty() && usable_nodes.size() < k)
+  const size_t usable = s.UsableCount();
+  if (usable > 0 && usable < k)
     nf.reasons.push_back("guest has " + std::to_string(k) + " NUMA cells but only " +
-                         std::to_string(usable_nodes.size()) + " host nodes can hold one");
+                         std::to_string(usable) + " host nodes can hold one");
   return nf;
 }
 
-}  // namespace
-
-PlaceResult Place(const topology::HostTopology& host, const HostUsage& usage,
-                  const HostPolicy& policy, const PlacementRequest& req) {
-  const std::vector<NodeView> nodes = BuildNodeViews(host, usage, policy);
-  const DevicePool pool(host, usage, nodes, req.pci);
-  if (req.cells.empty()) return PlaceFloating(host, usage, policy, req, nodes, pool);
+// The search on one host view; Place() gives it a HostState's views or views built for the call.
+PlaceResult PlaceOn(const HostView& host, const PlacementRequest& req) {
+  const std::vector<NodeView>& nodes = host.nodes;
+  const DevicePool pool(host.topology, host.usage, nodes, req.pci);
+  if (req.cells.empty()) return PlaceFloating(host, req, pool);
 
   PlaceResult result;
   const size_t k = req.cells.size();
@@ -289,54 +379,24 @@ PlaceResult Place(const topology::HostTopology& host, const HostUsage& usage,
     result.no_fit.reasons.push_back(why);
     return result;
   }
-  Search s(host, policy, req, nodes, pool);
-  s.fits.assign(k, std::vector<CellFit>(nodes.size()));
+  Search s(host, req, pool);
   const bool emulator = req.emulator_policy == EmulatorPolicy::kIsolate;
-  std::vector<int> usable;
-  // exact=false answers each (cell, node) from counts (CheckCell); exact=true chooses the CPUs
-  // (FitCell). Counts are exact except for shared vCPUs on partly overlapping CPU sets, so the
-  // chosen pairs are confirmed with FitCell and the search redone exactly if one fails.
-  auto evaluate = [&](bool exact) {
-    s.cost.assign(k, std::vector<Cost>(nodes.size(), kForbidden));
-    usable.clear();
-    for (size_t h = 0; h < nodes.size(); ++h) {
-      bool any = false;
-      for (size_t g = 0; g < k; ++g) {
-        s.fits[g][h] = exact ? FitCell(nodes[h], req.cells[g], req, emulator && g == 0)
-                             : CheckCell(nodes[h], req.cells[g], req, emulator && g == 0);
-        if (s.fits[g][h].ok) {
-          s.cost[g][h] = s.CellCost(static_cast<int>(g), static_cast<int>(h));
-          any = true;
-        }
-      }
-      if (any) usable.push_back(static_cast<int>(h));
-    }
-    s.has_best = false;
-    s.subsets = 0;
-    if (pool.Constrains()) {
-      std::vector<int> candidates;
-      for (int h : pool.ConstrainingNodes())
-        if (std::find(usable.begin(), usable.end(), h) != usable.end()) candidates.push_back(h);
-      s.EnumerateSubsets(candidates);
-    } else {
-      s.TryForced({});
-    }
-  };
-  evaluate(false);
+  for (size_t g = 0; g < k; ++g) s.demand.push_back(DemandOf(req.cells[g], emulator && g == 0));
+  // Counts are exact except for shared vCPUs on partly overlapping CPU sets, so the chosen
+  // pairs are confirmed with FitCell and the search redone exactly if one fails.
+  s.Evaluate(false);
   if (s.has_best) {
-    for (size_t g = 0; g < k && s.has_best; ++g) {
-      CellFit exact = FitCell(nodes[s.best_nodes[g]], req.cells[g], req, emulator && g == 0);
-      if (!exact.ok) s.has_best = false;
-      else s.fits[g][s.best_nodes[g]] = std::move(exact);
+    if (Materialize(s, &result.placement.emplace())) return result;
+    result.placement.reset();
+    s.Evaluate(true);
+    if (s.has_best) {
+      Materialize(s, &result.placement.emplace());
+      return result;
     }
-    if (!s.has_best) evaluate(true);
   }
-  if (s.has_best) {
-    result.placement = BuildPlacement(host, req, s);
-    return result;
-  }
-  result.no_fit = Explain(s, usable);
-  if (usable.size() >= k && !req.pci.empty()) {
+  result.no_fit = Explain(s);
+  const size_t usable = s.UsableCount();
+  if (usable >= k && !req.pci.empty()) {
     std::string want;
     for (const PciRequest& r : req.pci)
       want += (want.empty() ? "" : ", ") + std::to_string(r.count) + " x " + r.alias + " (policy " +
@@ -348,6 +408,21 @@ PlaceResult Place(const topology::HostTopology& host, const HostUsage& usage,
   if (result.no_fit.reasons.empty())
     result.no_fit.reasons.push_back("no combination of host nodes holds every guest cell");
   return result;
+}
+
+}  // namespace
+
+PlaceResult Place(const HostState& state, const PlacementRequest& req) {
+  return PlaceOn({state.host(), state.usage(), state.policy(), state.nodes(), state.floating_room()}, req);
+}
+
+// The same search on views built for this call: counts only, a node's cores built when a guest
+// lands on it, nothing copied.
+PlaceResult Place(const topology::HostTopology& host, const HostUsage& usage,
+                  const HostPolicy& policy, const PlacementRequest& req) {
+  const std::vector<NodeView> nodes = BuildNodeViews(host, usage, policy);
+  const FloatingRoom room = FloatingRoomOf(nodes, usage);
+  return PlaceOn({host, usage, policy, nodes, room}, req);
 }
 
 }  // namespace accel::placement

@@ -2,15 +2,16 @@
 // or the reasons it cannot fit.
 //
 // It is complete (finds a placement whenever one exists under the rules in docs/placement.md),
-// deterministic (same inputs, same answer) and bounded: per (guest cell, host node) feasibility,
-// then a min-cost assignment of cells to distinct nodes, with PCI affinity handled as a joint
-// constraint over the few nodes that hold matching devices. Stateless and thread-safe: Place()
-// only reads its arguments.
+// deterministic (same inputs, same answer) and bounded: per (guest cell, host node) feasibility
+// from counts, then a min-cost assignment of cells to distinct nodes, with PCI affinity handled
+// as a joint constraint over the few nodes that hold matching devices; CPUs are chosen only on
+// the nodes the guest lands on. Thread-safe: Place() only reads its arguments.
 #pragma once
 
 #include <optional>
 #include <string>
 
+#include "placement/host_state.h"
 #include "placement/placement.h"
 #include "placement/request.h"
 #include "placement/usage.h"
@@ -24,8 +25,14 @@ struct PlaceResult {
   bool fits() const { return placement.has_value(); }
 };
 
-/// Places `request` on `host` given what `usage` already holds. Never throws for a request that
-/// passed flavor validation; a request that cannot fit returns reasons in no_fit.
+/// Places `request` on the prepared host `state`. Never throws for a request that passed flavor
+/// validation; a request that cannot fit returns reasons in no_fit. The state is not changed:
+/// apply the placement to it (HostState::Apply) to claim it.
+PlaceResult Place(const HostState& state, const PlacementRequest& request);
+
+/// Places `request` on `host` given what `usage` already holds, for callers that place once per
+/// host view: the same answer as Place(HostState(host, usage, policy), request), from views of
+/// the nodes built for this call (counts only; cores only for the nodes a guest lands on).
 PlaceResult Place(const topology::HostTopology& host, const HostUsage& usage,
                   const HostPolicy& policy, const PlacementRequest& request);
 

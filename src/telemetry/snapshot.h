@@ -65,6 +65,7 @@ struct CollectorStats {
   uint64_t passes = 0;                 ///< complete collection passes since start
   double last_pass_seconds = 0;        ///< wall time of the last pass
   uint64_t pod_resources_errors = 0;   ///< failed kubelet List calls since start
+  bool pod_resources_enabled = false;  ///< pod attribution is on (a kubelet socket was given)
   bool pod_resources_ok = false;       ///< last kubelet List succeeded
 };
 

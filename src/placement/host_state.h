@@ -1,0 +1,52 @@
+// HostState: one host prepared for many placements. It holds the node views of (host, usage,
+// policy) -- free whole cores, free threads, pages left per size, shared load, free accelerators
+// per node, and each node's cores with their free threads -- built once and kept in step with
+// claims by Apply/Release, so Place(state, request) (placement/engine.h) only compares counts
+// per node and materializes CPU sets for the nodes a guest lands on.
+//
+// It refers to the HostTopology it was built from, which must outlive it. Not synchronized:
+// Place() on a const state may run from many threads at once; Apply/Release need exclusive use.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "placement/node_view.h"
+#include "placement/placement.h"
+#include "placement/usage.h"
+#include "topology/host.h"
+
+namespace accel::placement {
+
+class HostState {
+ public:
+  /// Views `host` (kept by reference) as `usage` and `policy` leave it.
+  HostState(const topology::HostTopology& host, HostUsage usage, HostPolicy policy);
+
+  /// Adds what `p` holds, as HostUsage::Apply does, and rebuilds the views of the nodes it
+  /// touches. Returns "" on success; on a double booking returns the reason and changes nothing.
+  std::string Apply(const Placement& p);
+  /// Removes what `p` holds (the caller guarantees it was applied) and rebuilds the views of the
+  /// nodes it touches.
+  void Release(const Placement& p);
+
+  const topology::HostTopology& host() const { return *host_; }
+  const HostUsage& usage() const { return usage_; }
+  const HostPolicy& policy() const { return policy_; }
+  /// One view per host node, in HostTopology::numa_nodes order.
+  const std::vector<NodeView>& nodes() const { return nodes_; }
+  /// Room left for guests without NUMA topology.
+  const FloatingRoom& floating_room() const { return room_; }
+
+ private:
+  void Refresh(const Placement& p);
+
+  const topology::HostTopology* host_;
+  HostUsage usage_;
+  HostPolicy policy_;
+  HostCpuSets sets_;
+  std::vector<NodeView> nodes_;
+  FloatingRoom room_;
+};
+
+}  // namespace accel::placement

@@ -1,0 +1,60 @@
+// MetricsServer: the exporter's HTTP(S) endpoint on cpp-httplib. Serves the latest rendered
+// exposition at /metrics (gzip when asked, compressed once per rendered body), /health, and a
+// small index page at /; applies a WebConfig (TLS, client certificates, basic auth, headers).
+//
+// A scrape never renders or waits on a device: it takes the body source's current pointer and
+// writes that buffer out, so its cost is the socket write. Thread-safe: Start/Stop may be called
+// from any thread; requests are served on httplib's worker pool. The sources are called from
+// those workers, concurrently, and must be thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "telemetry/listen_address.h"
+#include "telemetry/web_config.h"
+
+namespace accel::telemetry {
+
+class MetricsServer {
+ public:
+  /// Returns the latest exposition text (Prometheus text format 0.0.4). The pointer must change
+  /// only when a new body was rendered: the gzip copy is cached per pointer. nullptr = empty body.
+  using BodySource = std::function<std::shared_ptr<const std::string>()>;
+  /// Returns whether the exporter is healthy (/health answers 200 "OK", else 503).
+  using HealthSource = std::function<bool()>;
+
+  /// Nothing is bound until Start. `config` must come from LoadWebConfig/ParseWebConfig.
+  MetricsServer(WebConfig config, BodySource body, HealthSource health);
+  /// Calls Stop.
+  ~MetricsServer();
+
+  MetricsServer(const MetricsServer&) = delete;
+  MetricsServer& operator=(const MetricsServer&) = delete;
+
+  /// Binds `address` (an empty host = every interface, IPv6 and IPv4; port 0 = an ephemeral
+  /// port) and serves on a background thread until Stop. Returns once the server accepts
+  /// connections. Throws std::runtime_error("cannot listen on ADDR: reason") when the address
+  /// cannot be bound, or "cannot set up TLS: ..." when OpenSSL refuses the config; throws
+  /// std::logic_error when already started.
+  void Start(const ListenAddress& address);
+
+  /// Stops accepting, finishes requests in flight, joins the thread. Idempotent; after it,
+  /// Start may be called again.
+  void Stop();
+
+  /// The bound port (the kernel's choice for port 0); 0 before Start.
+  int port() const;
+
+  /// How many times a body was gzip-compressed (once per distinct body pointer scraped with
+  /// Accept-Encoding: gzip).
+  uint64_t gzip_compressions() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace accel::telemetry

@@ -1,0 +1,342 @@
+#include "telemetry/web_config.h"
+
+#include <openssl/ssl.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <regex>
+
+#include "common/error.h"
+#include "common/structured_file.h"
+#include "telemetry/tls_context.h"
+
+namespace accel::telemetry {
+namespace {
+
+using nlohmann::json;
+
+// exporter-toolkit lets only these response headers be configured; a non-empty list is the set
+// of values it accepts (compared exactly, as Go does).
+const std::map<std::string, std::vector<std::string>>& AllowedHeaders() {
+  static const std::map<std::string, std::vector<std::string>> headers = {
+      {"Strict-Transport-Security", {}},
+      {"X-Content-Type-Options", {"nosniff"}},
+      {"X-Frame-Options", {"deny", "sameorigin"}},
+      {"X-XSS-Protection", {}},
+      {"Content-Security-Policy", {}},
+  };
+  return headers;
+}
+
+// Reads one parsed document; every error names the file and the key path.
+class Reader {
+ public:
+  Reader(std::string where, std::string base_dir)
+      : where_(std::move(where)), base_dir_(std::move(base_dir)) {}
+
+  [[noreturn]] void Fail(const std::string& field, const std::string& problem,
+                         const std::string& hint = "") const {
+    throw InputError(where_, field, problem, hint);
+  }
+
+  // `node` as an object (null = empty) whose keys are all in `known`.
+  const json& Object(const json& node, const std::string& field,
+                     std::initializer_list<const char*> known) const {
+    static const json kEmpty = json::object();
+    if (node.is_null()) return kEmpty;
+    if (!node.is_object()) Fail(field, "must be a mapping");
+    for (const auto& [key, value] : node.items()) {
+      bool ok = false;
+      for (const char* k : known) ok = ok || key == k;
+      if (!ok) {
+        std::string list;
+        for (const char* k : known) list += (list.empty() ? "" : ", ") + std::string(k);
+        Fail(Join(field, key), "unknown key", "known keys here: " + list);
+      }
+    }
+    return node;
+  }
+
+  // A string value; absent, null and "" all read as "".
+  std::string String(const json& obj, const std::string& field, const char* key) const {
+    auto it = obj.find(key);
+    if (it == obj.end() || it->is_null()) return "";
+    if (!it->is_string()) Fail(Join(field, key), "must be a string", "quote the value");
+    return it->get<std::string>();
+  }
+
+  std::optional<bool> Bool(const json& obj, const std::string& field, const char* key) const {
+    auto it = obj.find(key);
+    if (it == obj.end() || it->is_null()) return std::nullopt;
+    if (!it->is_boolean()) Fail(Join(field, key), "must be true or false");
+    return it->get<bool>();
+  }
+
+  std::vector<std::string> Strings(const json& obj, const std::string& field,
+                                   const char* key) const {
+    std::vector<std::string> out;
+    auto it = obj.find(key);
+    if (it == obj.end() || it->is_null()) return out;
+    if (!it->is_array()) Fail(Join(field, key), "must be a list of strings");
+    for (const json& item : *it) {
+      if (!item.is_string()) Fail(Join(field, key), "must be a list of strings");
+      out.push_back(item.get<std::string>());
+    }
+    return out;
+  }
+
+  // The contents of a file named in the config, relative to the config's directory.
+  std::string ReadNamedFile(const std::string& field, const std::string& name,
+                            std::string* resolved) const {
+    std::filesystem::path path(name);
+    if (path.is_relative() && !base_dir_.empty()) path = std::filesystem::path(base_dir_) / path;
+    *resolved = path.string();
+    // A device or FIFO (/dev/zero, /dev/stdin) would be read forever; secrets mounted by
+    // Kubernetes are symlinks to regular files, which this follows.
+    std::error_code ec;
+    if (std::filesystem::exists(path, ec) && !std::filesystem::is_directory(path, ec) &&
+        !std::filesystem::is_regular_file(path, ec)) {
+      Fail(field, "\"" + *resolved + "\" is not a regular file");
+    }
+    try {
+      return ReadWholeFile(*resolved);
+    } catch (const InputError& e) {
+      Fail(field, "\"" + *resolved + "\" " + e.problem(), e.hint());
+    }
+  }
+
+  static std::string Join(const std::string& field, const std::string& key) {
+    return field.empty() ? key : field + "." + key;
+  }
+
+ private:
+  std::string where_;
+  std::string base_dir_;
+};
+
+int TlsVersion(const Reader& r, const std::string& field, const std::string& name, int fallback) {
+  if (name.empty()) return fallback;
+  if (name == "TLS13") return TLS1_3_VERSION;
+  if (name == "TLS12") return TLS1_2_VERSION;
+  if (name == "TLS10" || name == "TLS11") {
+    r.Fail(field, "\"" + name + "\" is not supported",
+           "OpenSSL 3 refuses TLS 1.0 and 1.1 at its default security level; use TLS12 or TLS13");
+  }
+  r.Fail(field, "unknown TLS version \"" + name + "\"", "use TLS12 or TLS13");
+}
+
+ClientAuth ParseClientAuth(const Reader& r, const std::string& field, const std::string& name) {
+  if (name.empty() || name == "NoClientCert") return ClientAuth::kNoClientCert;
+  if (name == "RequestClientCert") return ClientAuth::kRequestClientCert;
+  // "RequireClientCert" is exporter-toolkit's backwards-compatible spelling.
+  if (name == "RequireAnyClientCert" || name == "RequireClientCert") {
+    return ClientAuth::kRequireAnyClientCert;
+  }
+  if (name == "VerifyClientCertIfGiven") return ClientAuth::kVerifyClientCertIfGiven;
+  if (name == "RequireAndVerifyClientCert") return ClientAuth::kRequireAndVerifyClientCert;
+  r.Fail(field, "unknown client_auth_type \"" + name + "\"",
+         "use NoClientCert, RequestClientCert, RequireAnyClientCert, VerifyClientCertIfGiven or "
+         "RequireAndVerifyClientCert");
+}
+
+// Go's IANA cipher suite names -> OpenSSL names. TLS 1.3 suites are accepted and ignored, as Go
+// ignores them (they are not configurable there either).
+std::vector<std::string> CipherSuites(const Reader& r, const std::string& field,
+                                      const std::vector<std::string>& names) {
+  std::vector<std::string> out;
+  for (const std::string& name : names) {
+    if (name.rfind("TLS_AES_", 0) == 0 || name == "TLS_CHACHA20_POLY1305_SHA256") continue;
+    std::string openssl = OPENSSL_cipher_name(name.c_str());
+    // Go also spells the ChaCha20 suites without the _SHA256 suffix.
+    if (openssl == "(NONE)") openssl = OPENSSL_cipher_name((name + "_SHA256").c_str());
+    if (openssl == "(NONE)") {
+      r.Fail(field, "unknown cipher suite \"" + name + "\"",
+             "use IANA names such as TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256");
+    }
+    out.push_back(openssl);
+  }
+  return out;
+}
+
+std::vector<std::string> Curves(const Reader& r, const std::string& field,
+                                const std::vector<std::string>& names) {
+  static const std::map<std::string, std::string> kCurves = {
+      {"CurveP256", "P-256"}, {"CurveP384", "P-384"}, {"CurveP521", "P-521"}, {"X25519", "X25519"}};
+  std::vector<std::string> out;
+  for (const std::string& name : names) {
+    auto it = kCurves.find(name);
+    if (it == kCurves.end()) {
+      r.Fail(field, "unknown curve \"" + name + "\"", "use CurveP256, CurveP384, CurveP521 or X25519");
+    }
+    out.push_back(it->second);
+  }
+  return out;
+}
+
+// One PEM from either its inline key or its *_file key; `source` says which.
+std::string Pem(const Reader& r, const json& tls, const char* inline_key, const char* file_key,
+                std::string* source) {
+  const std::string field = "tls_server_config";
+  std::string text = r.String(tls, field, inline_key);
+  std::string file = r.String(tls, field, file_key);
+  if (!text.empty() && !file.empty()) {
+    r.Fail(Reader::Join(field, inline_key), std::string("is given together with ") + file_key,
+           "give the PEM inline or as a file, not both");
+  }
+  if (!file.empty()) return r.ReadNamedFile(Reader::Join(field, file_key), file, source);
+  *source = text.empty() ? "" : inline_key;
+  return text;
+}
+
+void CheckClientPolicy(const Reader& r, const TlsServerConfig& tls) {
+  const std::string field = "tls_server_config.client_auth_type";
+  const bool has_ca = !tls.client_ca_pem.empty();
+  if (has_ca && tls.client_auth == ClientAuth::kNoClientCert) {
+    r.Fail(field, "a client CA is configured but client_auth_type is NoClientCert",
+           "set client_auth_type: RequireAndVerifyClientCert to require client certificates");
+  }
+  if (!has_ca && (tls.client_auth == ClientAuth::kVerifyClientCertIfGiven ||
+                  tls.client_auth == ClientAuth::kRequireAndVerifyClientCert)) {
+    r.Fail(field, "verifying client certificates needs a client CA",
+           "set client_ca_file to the CA that signs the scrapers' certificates");
+  }
+  if (!tls.client_allowed_sans.empty() && tls.client_auth != ClientAuth::kRequireAnyClientCert &&
+      tls.client_auth != ClientAuth::kRequireAndVerifyClientCert) {
+    r.Fail("tls_server_config.client_allowed_sans",
+           "needs client_auth_type RequireAnyClientCert or RequireAndVerifyClientCert",
+           "without a required client certificate there is no SAN to match");
+  }
+}
+
+// Tries the settings on a scratch OpenSSL context so bad PEM, a key that does not match its
+// certificate or a cipher OpenSSL rejects fail now, with the key that caused it.
+void TryTlsSettings(const Reader& r, const TlsServerConfig& tls) {
+  std::unique_ptr<SSL_CTX, decltype(&SSL_CTX_free)> ctx(SSL_CTX_new(TLS_server_method()),
+                                                        &SSL_CTX_free);
+  if (!ctx) r.Fail("tls_server_config", "OpenSSL cannot create a TLS context");
+  TlsSetupError error;
+  if (!ConfigureTlsContext(tls, ctx.get(), &error)) r.Fail(error.field, error.problem);
+}
+
+TlsServerConfig ParseTls(const Reader& r, const json& node) {
+  const std::string f = "tls_server_config";
+  const json& tls_node = r.Object(
+      node, f,
+      {"cert", "key", "client_ca", "cert_file", "key_file", "client_auth_type", "client_ca_file",
+       "client_allowed_sans", "min_version", "max_version", "cipher_suites",
+       "prefer_server_cipher_suites", "curve_preferences"});
+  TlsServerConfig tls;
+  tls.cert_pem = Pem(r, tls_node, "cert", "cert_file", &tls.cert_source);
+  tls.key_pem = Pem(r, tls_node, "key", "key_file", &tls.key_source);
+  tls.client_ca_pem = Pem(r, tls_node, "client_ca", "client_ca_file", &tls.client_ca_source);
+  const std::string auth = r.String(tls_node, f, "client_auth_type");
+  tls.client_auth = ParseClientAuth(r, Reader::Join(f, "client_auth_type"), auth);
+  tls.client_allowed_sans = r.Strings(tls_node, f, "client_allowed_sans");
+  tls.min_version = TlsVersion(r, Reader::Join(f, "min_version"),
+                               r.String(tls_node, f, "min_version"), TLS1_2_VERSION);
+  tls.max_version = TlsVersion(r, Reader::Join(f, "max_version"),
+                               r.String(tls_node, f, "max_version"), TLS1_3_VERSION);
+  tls.cipher_suites = CipherSuites(r, Reader::Join(f, "cipher_suites"),
+                                   r.Strings(tls_node, f, "cipher_suites"));
+  tls.curve_preferences = Curves(r, Reader::Join(f, "curve_preferences"),
+                                 r.Strings(tls_node, f, "curve_preferences"));
+  tls.prefer_server_cipher_suites =
+      r.Bool(tls_node, f, "prefer_server_cipher_suites").value_or(true);
+
+  tls.enabled = !tls.cert_source.empty() || !tls.key_source.empty() ||
+                !tls.client_ca_source.empty() || !auth.empty();
+  if (!tls.enabled) {
+    if (!tls_node.empty()) {
+      r.Fail(f, "sets TLS options but no certificate", "add cert_file and key_file to turn TLS on");
+    }
+    return tls;
+  }
+  if (tls.cert_source.empty()) r.Fail(Reader::Join(f, "cert_file"), "is missing", "TLS needs a certificate and its key");
+  if (tls.key_source.empty()) r.Fail(Reader::Join(f, "key_file"), "is missing", "TLS needs a certificate and its key");
+  if (tls.min_version > tls.max_version) {
+    r.Fail(Reader::Join(f, "min_version"), "is above max_version");
+  }
+  CheckClientPolicy(r, tls);
+  TryTlsSettings(r, tls);
+  return tls;
+}
+
+void ParseHttp(const Reader& r, const json& node, WebConfig* config) {
+  const std::string f = "http_server_config";
+  const json& http = r.Object(node, f, {"http2", "headers"});
+  config->http2 = r.Bool(http, f, "http2").value_or(true);
+  auto it = http.find("headers");
+  if (it == http.end() || it->is_null()) return;
+  if (!it->is_object()) r.Fail(Reader::Join(f, "headers"), "must be a mapping of header: value");
+  for (const auto& [name, value] : it->items()) {
+    const std::string field = Reader::Join(f, "headers." + name);
+    auto allowed = AllowedHeaders().find(name);
+    if (allowed == AllowedHeaders().end()) {
+      r.Fail(field, "this header cannot be configured",
+             "exporter-toolkit allows Strict-Transport-Security, X-Content-Type-Options, "
+             "X-Frame-Options, X-XSS-Protection and Content-Security-Policy");
+    }
+    if (!value.is_string()) r.Fail(field, "must be a string");
+    const std::string text = value.get<std::string>();
+    if (text.find_first_of(std::string("\r\n\0", 3)) != std::string::npos) {
+      r.Fail(field, "contains a line break or NUL");
+    }
+    const std::vector<std::string>& values = allowed->second;
+    if (!text.empty() && !values.empty() &&
+        std::find(values.begin(), values.end(), text) == values.end()) {
+      std::string list;
+      for (const std::string& v : values) list += (list.empty() ? "" : ", ") + v;
+      r.Fail(field, "invalid value \"" + text + "\"", "expected one of: " + list);
+    }
+    if (!text.empty()) config->headers[name] = text;  // blank = unset, as in exporter-toolkit
+  }
+}
+
+void ParseUsers(const Reader& r, const json& node, WebConfig* config) {
+  const std::string f = "basic_auth_users";
+  if (node.is_null()) return;
+  if (!node.is_object()) r.Fail(f, "must be a mapping of user: bcrypt hash");
+  static const std::regex kBcrypt(R"(\$2[aby]\$(0[4-9]|[12][0-9]|3[01])\$[./A-Za-z0-9]{53})");
+  for (const auto& [user, hash] : node.items()) {
+    const std::string field = Reader::Join(f, user);
+    if (!hash.is_string() || !std::regex_match(hash.get<std::string>(), kBcrypt)) {
+      r.Fail(field, "is not a bcrypt hash ($2a$, $2b$ or $2y$, cost 04-31, 60 characters)",
+             "make one with: htpasswd -nBC 10 \"\" | tr -d ':\\n'");
+    }
+    config->basic_auth_users[user] = hash.get<std::string>();
+  }
+}
+
+}  // namespace
+
+WebConfig ParseWebConfig(const std::string& yaml_text, const std::string& where,
+                         const std::string& base_dir) {
+  const Reader r(where, base_dir);
+  const json doc = ParseStructuredText(yaml_text, where);
+  const json& top = r.Object(doc, "", {"tls_server_config", "http_server_config",
+                                        "basic_auth_users", "rate_limit"});
+  if (auto it = top.find("rate_limit"); it != top.end() && !it->is_null()) {
+    r.Fail("rate_limit", "is not supported", "remove it, or rate-limit in a reverse proxy");
+  }
+  WebConfig config;
+  auto section = [&](const char* key) -> const json& {
+    static const json kNull;
+    auto it = top.find(key);
+    return it == top.end() ? kNull : *it;
+  };
+  config.tls = ParseTls(r, section("tls_server_config"));
+  ParseHttp(r, section("http_server_config"), &config);
+  ParseUsers(r, section("basic_auth_users"), &config);
+  return config;
+}
+
+WebConfig LoadWebConfig(const std::string& path) {
+  if (path.empty()) return WebConfig{};
+  const std::string text = ReadWholeFile(path);
+  return ParseWebConfig(text, path, std::filesystem::path(path).parent_path().string());
+}
+
+}  // namespace accel::telemetry
