@@ -1,5 +1,6 @@
 // accel exporter: accelerator telemetry on HTTP /metrics for Prometheus, drop-in for
 // dcgm-exporter, AMD's device-metrics-exporter and the Gaudi exporter, plus the accel_* family.
+#include <malloc.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -158,7 +159,18 @@ void WaitForTermination(const sigset_t& signals) {
   std::cerr << "accel exporter: " << (sig == SIGTERM ? "SIGTERM" : "SIGINT") << ", stopping\n";
 }
 
+/// The exporter is long-running with a few threads that each allocate the same large buffers
+/// (rendered text, gzip copies) over and over; glibc's defaults would keep a 64 MiB arena per
+/// thread and hold freed big buffers in them. Two arenas and a fixed mmap threshold keep RSS at
+/// what is live.
+void TuneAllocatorForALongRunningExporter() {
+  mallopt(M_ARENA_MAX, 2);
+  mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+  mallopt(M_TRIM_THRESHOLD, 256 * 1024);
+}
+
 int RunExporter(const ExporterOptions& o) {
+  TuneAllocatorForALongRunningExporter();
   telemetry::CollectorOptions copts;
   telemetry::WebConfig web;
   telemetry::ListenAddress address;

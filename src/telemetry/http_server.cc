@@ -19,6 +19,8 @@
 #include "telemetry/tls_context.h"
 
 namespace accel::telemetry {
+
+constexpr size_t kServerThreads = 4;
 namespace {
 
 constexpr char kMetricsType[] = "text/plain; version=0.0.4; charset=utf-8";
@@ -228,6 +230,9 @@ void MetricsServer::Start(const ListenAddress& address) {
   httplib::Headers headers(impl_->config.headers.begin(), impl_->config.headers.end());
   server->set_default_headers(std::move(headers));
   server->set_keep_alive_max_count(100);
+  // httplib's default pool has max(8, cores - 1) threads; a scrape is a buffer write, and a node
+  // has one or two Prometheus servers scraping it, so a few threads serve it and keep RSS down.
+  server->new_task_queue = [] { return new httplib::ThreadPool(kServerThreads); };
   // httplib's idle wait does not notice stop(), so this bounds how long Stop takes with an idle
   // kept-alive connection. Prometheus scrapes every 15 s or more, so a longer timeout would not
   // save it a connection anyway.
