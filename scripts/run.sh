@@ -28,6 +28,7 @@ if [ -f "$fake" ]; then
   FAKE_NVML_CONFIG=tests/fakes/nvml/examples/h100x8-mig.json \
     "$accel" exporter --once --vendors nvidia --nvml-library "$fake" \
       --topology fixtures/hosts/hgx-h100.json |
-    grep -E '^(DCGM_FI_DEV_GPU_TEMP|DCGM_FI_DEV_POWER_USAGE|DCGM_FI_PROF_PIPE_TENSOR_ACTIVE|accel_device_up)' | head -n 24
+    grep -E '^(DCGM_FI_DEV_(GPU_TEMP|POWER_USAGE|SM_CLOCK|GPU_UTIL|FB_USED)|DCGM_FI_PROF_PIPE_TENSOR_ACTIVE|accel_device_up)\{' |
+    awk -F'{' '$1 != last { n = 0; last = $1 } n++ < 2'   # the first two series of each family
   echo "(serve it: accel exporter, then curl localhost:9400/metrics; see docs/telemetry.md)"
 fi

@@ -26,6 +26,8 @@ struct RenderOptions {
 
 /// Appends the exposition of `snapshot` to *out (cleared first). Every family is one contiguous
 /// group: HELP, TYPE, samples; families without samples are not printed; the text ends in '\n'.
+/// Throws InputError only when options.dcgm_hostname_label is not a valid label name (callers
+/// validate flags first, as `accel exporter` does).
 void RenderMetrics(const Snapshot& snapshot, const RenderOptions& options, std::string* out);
 
 }  // namespace accel::telemetry
