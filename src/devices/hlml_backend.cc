@@ -311,13 +311,10 @@ std::vector<HealthEvent> HlmlBackend::WaitEvents(std::chrono::milliseconds timeo
 }  // namespace
 
 std::unique_ptr<DeviceBackend> OpenHlml(const std::string& library) {
-  auto lib = std::make_unique<SharedLibrary>(library.empty() ? kDefaultCandidates
-                                                             : std::vector<std::string>{library});
-  if (!lib->ok()) {
-    if (library.empty()) return nullptr;
-    throw BackendError("HLML library " + library + ": cannot load: " + lib->error() +
-                       " (fix --hlml-library: the path of libhlml.so, usually /usr/lib/habanalabs/libhlml.so)");
-  }
+  std::unique_ptr<SharedLibrary> lib = LoadVendorLibrary(
+      library, kDefaultCandidates, "HLML",
+      "fix --hlml-library: the path of libhlml.so, usually /usr/lib/habanalabs/libhlml.so");
+  if (!lib) return nullptr;
   auto backend = std::make_unique<HlmlBackend>(std::move(lib));
   backend->Open();
   return backend;

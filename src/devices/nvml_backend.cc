@@ -34,18 +34,6 @@ const char* const kRequired[] = {
     "nvmlDeviceGetMinorNumber",
 };
 
-// True when every candidate failed only because the file does not exist (no NVML on this node),
-// as opposed to a library that exists but is broken.
-bool NothingInstalled(const std::string& dlfatal_errors, size_t candidates) {
-  size_t missing = 0;
-  const std::string needle = "No such file or directory";
-  for (size_t at = dlfatal_errors.find(needle); at != std::string::npos;
-       at = dlfatal_errors.find(needle, at + needle.size())) {
-    ++missing;
-  }
-  return missing >= candidates;
-}
-
 std::string InitHint(nvmlReturn_t rc) {
   switch (rc) {
     case NVML_ERROR_DRIVER_NOT_LOADED:
@@ -250,15 +238,10 @@ std::vector<HealthEvent> NvmlBackend::WaitEvents(std::chrono::milliseconds timeo
 // ---- OpenNvml ----
 
 std::unique_ptr<DeviceBackend> OpenNvml(const std::string& library) {
-  const std::vector<std::string> candidates =
-      library.empty() ? kDefaultCandidates : std::vector<std::string>{library};
-  auto loaded = std::make_unique<SharedLibrary>(candidates);
-  if (!loaded->ok()) {
-    if (library.empty() && NothingInstalled(loaded->error(), candidates.size())) return nullptr;
-    throw BackendError("NVML: cannot load " + (library.empty() ? candidates.front() : library) +
-                       ": " + loaded->error() +
-                       " (install the NVIDIA driver's libnvidia-ml.so.1 or fix --nvml-library)");
-  }
+  std::unique_ptr<SharedLibrary> loaded = LoadVendorLibrary(
+      library, kDefaultCandidates, "NVML",
+      "install the NVIDIA driver's libnvidia-ml.so.1 or fix --nvml-library");
+  if (!loaded) return nullptr;
   return std::make_unique<NvmlBackend>(std::move(loaded));
 }
 

@@ -369,13 +369,10 @@ std::vector<HealthEvent> RocmSmiBackend::WaitEvents(std::chrono::milliseconds ti
 }  // namespace
 
 std::unique_ptr<DeviceBackend> OpenRocmSmi(const std::string& library) {
-  auto lib = std::make_unique<SharedLibrary>(library.empty() ? kDefaultCandidates
-                                                             : std::vector<std::string>{library});
-  if (!lib->ok()) {
-    if (library.empty()) return nullptr;
-    throw BackendError("ROCm SMI library " + library + ": cannot load: " + lib->error() +
-                       " (fix --rocm-smi-library: the path of librocm_smi64.so.*, usually under /opt/rocm/lib)");
-  }
+  std::unique_ptr<SharedLibrary> lib = LoadVendorLibrary(
+      library, kDefaultCandidates, "ROCm SMI",
+      "fix --rocm-smi-library: the path of librocm_smi64.so.*, usually under /opt/rocm/lib");
+  if (!lib) return nullptr;
   auto backend = std::make_unique<RocmSmiBackend>(std::move(lib));
   backend->Open();
   return backend;

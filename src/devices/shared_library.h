@@ -3,6 +3,7 @@
 // Not thread-safe to construct or destroy; Symbol() is safe from any thread once opened.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -36,5 +37,14 @@ class SharedLibrary {
   std::string path_;
   std::string error_;
 };
+
+/// The library for a backend's Open*(): `library` when the user named one, else the first of
+/// `defaults` that loads. Returns nullptr when `library` is empty and no default exists on this
+/// node (every candidate failed with "No such file or directory": the vendor is simply absent).
+/// Throws BackendError("<what>: cannot load <path>: <dlerror> (<fix>)") when a named library does
+/// not load, or a default exists but is broken (a missing dependency, a wrong architecture).
+std::unique_ptr<SharedLibrary> LoadVendorLibrary(const std::string& library,
+                                                 const std::vector<std::string>& defaults,
+                                                 const std::string& what, const std::string& fix);
 
 }  // namespace accel::devices
