@@ -80,21 +80,13 @@ void BuildRow(const Snapshot& snapshot, const DeviceState& d, const PodRef* pod,
 
 // One row per distinct pod holding the device, or one row with empty pod labels.
 void AddDevice(const Snapshot& snapshot, const DeviceState& d, Scratch* scratch) {
-  if (d.pods.empty()) {
-    BuildRow(snapshot, d, nullptr, scratch->sets.Next());
-    return;
-  }
-  size_t first = scratch->sets.size();
-  for (const PodRef& pod : d.pods) {
-    bool repeated = false;
-    for (size_t i = first; i < scratch->sets.size() && !repeated; ++i) {
-      // The exporter has no replica label: replicas of one pod share a row.
-      const PodRef& other = *scratch->sets[i].pod;
-      repeated = other.pod == pod.pod && other.namespace_name == pod.namespace_name &&
-                 other.container == pod.container;
-    }
-    if (!repeated) BuildRow(snapshot, d, &pod, scratch->sets.Next());
-  }
+  // The exporter has no replica label: replicas of one pod share a row.
+  AddRowPerDistinctPod(
+      d, scratch->sets,
+      [](const PodRef& a, const PodRef& b) {
+        return a.pod == b.pod && a.namespace_name == b.namespace_name && a.container == b.container;
+      },
+      [&](const PodRef* pod, SeriesSet* row) { BuildRow(snapshot, d, pod, row); });
 }
 
 void WriteHealth(Pool<SeriesSet>& rows, ExpositionWriter* w) {

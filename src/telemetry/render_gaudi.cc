@@ -64,19 +64,12 @@ void BuildRow(const Snapshot& snapshot, const DeviceState& d, const PodRef* pod,
 // One row per distinct pod holding the device (the exporter has no container label), or one
 // row with empty pod labels.
 void AddDevice(const Snapshot& snapshot, const DeviceState& d, Scratch* scratch) {
-  if (d.pods.empty()) {
-    BuildRow(snapshot, d, nullptr, scratch->sets.Next());
-    return;
-  }
-  size_t first = scratch->sets.size();
-  for (const PodRef& pod : d.pods) {
-    bool repeated = false;
-    for (size_t i = first; i < scratch->sets.size() && !repeated; ++i) {
-      const PodRef& other = *scratch->sets[i].pod;
-      repeated = other.pod == pod.pod && other.namespace_name == pod.namespace_name;
-    }
-    if (!repeated) BuildRow(snapshot, d, &pod, scratch->sets.Next());
-  }
+  AddRowPerDistinctPod(
+      d, scratch->sets,
+      [](const PodRef& a, const PodRef& b) {
+        return a.pod == b.pod && a.namespace_name == b.namespace_name;
+      },
+      [&](const PodRef* pod, SeriesSet* row) { BuildRow(snapshot, d, pod, row); });
 }
 
 }  // namespace

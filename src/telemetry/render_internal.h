@@ -59,6 +59,24 @@ struct SeriesSet {
   }
 };
 
+/// Adds to `rows` one row per pod holding `device` — skipping a pod that `same(pod, earlier)`
+/// matches to an earlier row, since a vendor exporter without some of our pod labels would
+/// otherwise repeat a series — or one row without pod labels when no pod holds it.
+/// build(pod or nullptr, row) fills each new row.
+template <typename Same, typename Build>
+void AddRowPerDistinctPod(const DeviceState& device, Pool<SeriesSet>& rows, Same same, Build build) {
+  if (device.pods.empty()) {
+    build(nullptr, rows.Next());
+    return;
+  }
+  size_t first = rows.size();
+  for (const PodRef& pod : device.pods) {
+    bool repeated = false;
+    for (size_t i = first; i < rows.size() && !repeated; ++i) repeated = same(pod, *rows[i].pod);
+    if (!repeated) build(&pod, rows.Next());
+  }
+}
+
 struct Scratch {
   Pool<SeriesSet> sets;      ///< rows of the profile being rendered
   Pool<SeriesSet> mig_sets;  ///< accel_*: rows of MIG instances
