@@ -4,6 +4,7 @@
 
 #include "cli/commands.h"
 #include "common/error.h"
+#include "common/version.h"
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -18,7 +19,7 @@ int main(int argc, char** argv) {
       "  accel exporter                               # GPU/HPU metrics on :9400/metrics\n",
       "accel"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "accel 0.1.0");
+  app.set_version_flag("--version", std::string("accel ") + accel::kVersion);
   int exit_code = accel::kExitOk;
   accel::cli::RegisterTopo(app, &exit_code);
   accel::cli::RegisterPlace(app, &exit_code);

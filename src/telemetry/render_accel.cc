@@ -4,6 +4,7 @@
 #include <charconv>
 #include <chrono>
 
+#include "common/version.h"
 #include "telemetry/render_internal.h"
 
 namespace accel::telemetry::internal {
@@ -11,9 +12,6 @@ namespace {
 
 using devices::Sample;
 using enum MetricType;
-
-// The Snapshot carries no version; keep in step with main.cc's --version.
-constexpr const char* kAccelVersion = "0.1.0";
 
 Value Scaled(const std::optional<double>& v, double factor) {
   return v ? Real(*v * factor) : None();
@@ -249,7 +247,7 @@ void WriteExporter(const Snapshot& snapshot, ExpositionWriter* w) {
   w->BeginFamily("accel_exporter_build_info", "The exporter's version; always 1.", kGauge);
   w->StartSample();
   w->AddLabel("hostname", snapshot.hostname);
-  w->AddLabel("version", kAccelVersion);
+  w->AddLabel("version", kVersion);
   w->FinishInt(1);
   one("accel_exporter_collections_total", kCounter, "Complete collection passes.",
       Int(static_cast<int64_t>(stats.passes)));

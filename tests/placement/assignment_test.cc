@@ -26,7 +26,9 @@ TEST(Assignment, FlatFormMatchesVectorForm) {
     std::vector<int> got(rows);
     const bool ok = MinCostAssignment(flat.data(), rows, cols, got.data());
     ASSERT_EQ(ok, !want.empty()) << "case " << it;
-    if (ok) ASSERT_EQ(got, want) << "case " << it;
+    if (ok) {
+      ASSERT_EQ(got, want) << "case " << it;
+    }
   }
 }
 
@@ -43,7 +45,9 @@ TEST(Assignment, SameRowsShortcutMatchesHungarian) {
     std::vector<int> got(rows);
     const bool ok = SameRowsAssignment(row.data(), rows, cols, got.data());
     ASSERT_EQ(ok, !want.empty()) << "case " << it;
-    if (ok) ASSERT_EQ(got, want) << "case " << it;
+    if (ok) {
+      ASSERT_EQ(got, want) << "case " << it;
+    }
   }
 }
 
