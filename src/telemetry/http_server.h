@@ -1,11 +1,13 @@
-// MetricsServer: the exporter's HTTP(S) endpoint on cpp-httplib. Serves the latest rendered
-// exposition at /metrics (gzip when asked, compressed once per rendered body), /health, and a
-// small index page at /; applies a WebConfig (TLS, client certificates, basic auth, headers).
+// MetricsServer: the exporter's HTTP(S) endpoint, a small HTTP/1.1 server on POSIX sockets (and
+// OpenSSL only when TLS is configured: a plain server never initialises it). Serves the latest
+// rendered exposition at /metrics (gzip when asked, compressed once per rendered body), /health,
+// and a small index page at /; applies a WebConfig (TLS, client certificates, basic auth, headers).
 //
 // A scrape never renders or waits on a device: it takes the body source's current pointer and
 // writes that buffer out, so its cost is the socket write. Thread-safe: Start/Stop may be called
-// from any thread; requests are served on httplib's worker pool. The sources are called from
-// those workers, concurrently, and must be thread-safe.
+// from any thread; one acceptor thread hands connections to a pool of four workers, each serving
+// one kept-alive connection at a time. The sources are called from those workers, concurrently,
+// and must be thread-safe.
 #pragma once
 
 #include <cstdint>

@@ -1,0 +1,71 @@
+// libFuzzer target: arbitrary bytes as an HTTP request head, the way MetricsServer reads one off
+// a socket (FindHeadEnd on the buffer, then ParseRequestHead on the head it measured).
+//
+// Neither function may crash or read outside the input, a head it accepts must hold together
+// (views inside the input, a path for routing, a Host on HTTP/1.1), and FindHeadEnd must agree
+// with ParseRequestHead about where the head ends.
+//   clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Isrc -o http_request_fuzz
+//     fuzz/http_request_fuzz.cc src/telemetry/http_request.cc
+//   ./http_request_fuzz -max_len=8192 fuzz/corpus/http_request
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string_view>
+
+#include "telemetry/http_request.h"
+
+namespace {
+
+using namespace accel::telemetry;
+
+void Check(bool ok) {
+  if (!ok) std::abort();
+}
+
+bool Inside(std::string_view part, std::string_view whole) {
+  return part.empty() ||
+         (part.data() >= whole.data() && part.data() + part.size() <= whole.data() + whole.size());
+}
+
+void CheckHead(const RequestHead& h, std::string_view text) {
+  Check(!h.method.empty() && Inside(h.method, text));
+  Check(!h.target.empty() && Inside(h.target, text));
+  Check(!h.path.empty() && (h.path == "/" || Inside(h.path, text)));
+  Check(h.path.front() == '/' || h.path == "*");
+  Check(h.path.find('?') == std::string_view::npos);
+  Check(Inside(h.authorization, text));
+  Check(h.authorization.find_first_of("\r\n") == std::string_view::npos);
+  Check(h.minor_version >= 0 && h.minor_version <= 9);
+  Check(h.minor_version == 0 || h.has_host);
+  Check(h.field_count <= kMaxHeaderFields);
+  Check(h.has_content_length || h.content_length == 0);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view input(reinterpret_cast<const char*>(data), size);
+  RequestHead head;
+  // The input as a whole head: parsed or refused, never anything else.
+  HeadError error = ParseRequestHead(input, &head);
+  if (error == HeadError::kNone) {
+    CheckHead(head, input);
+    Check(FindHeadEnd(input) == input.size());
+  }
+  Check(HeadErrorStatus(error) >= 200 && HeadErrorStatus(error) < 600);
+  Check(HeadErrorText(error) != nullptr);
+
+  // The input as a socket buffer: the measured head ends with its empty line, and a complete
+  // head is never reported as incomplete.
+  const size_t end = FindHeadEnd(input);
+  Check(end <= input.size());
+  if (end > 0) {
+    const std::string_view text = input.substr(0, end);
+    Check(text.back() == '\n');
+    error = ParseRequestHead(text, &head);
+    Check(error != HeadError::kIncomplete);
+    if (error == HeadError::kNone) CheckHead(head, text);
+  }
+  AcceptsGzip(input);
+  return 0;
+}
