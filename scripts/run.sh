@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job: set up and build, show this host's topology, then place the example flavors on
-# this host and on the HGX H100 fixture (a no-fit on a host without GPUs is an answer, not a failure).
+# this host and on the HGX H100 fixture (a no-fit on a host without GPUs is an answer, not a failure),
+# run the exporter once, show MIG layouts / validation / a plan, and run the node agent once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -31,4 +32,21 @@ if [ -f "$fake" ]; then
     grep -E '^(DCGM_FI_DEV_(GPU_TEMP|POWER_USAGE|SM_CLOCK|GPU_UTIL|FB_USED)|DCGM_FI_PROF_PIPE_TENSOR_ACTIVE|accel_device_up)\{' |
     awk -F'{' '$1 != last { n = 0; last = $1 } n++ < 2'   # the first two series of each family
   echo "(serve it: accel exporter, then curl localhost:9400/metrics; see docs/telemetry.md)"
+fi
+
+echo; echo "== accel mig: the 19 maximal A100-40GB layouts of NVIDIA's five classic profiles"
+"$accel" mig layouts --gpu A100-SXM4-40GB --maximal --profiles 1g.5gb,2g.10gb,3g.20gb,4g.20gb,7g.40gb
+echo; echo "== accel mig validate examples/mig/h100-mixed.yaml, then a plan for examples/mig/fleet.yaml"
+"$accel" mig validate examples/mig/h100-mixed.yaml
+if [ -f examples/mig/fleet.yaml ]; then
+  "$accel" mig plan --fleet examples/mig/fleet.yaml --demand examples/mig/demand.yaml || [ $? = 1 ]
+fi
+
+echo; echo "== accel serve --once (the node agent on this host: metrics, labels, device plugin)"
+"$accel" serve --once --config examples/agent/agent.yaml || true
+if [ -f "$fake" ]; then
+  echo; echo "== accel serve --once on the fake NVML (8 x H100, 4 in MIG mode), time-slicing config"
+  FAKE_NVML_CONFIG=tests/fakes/nvml/examples/h100x8-mig.json \
+    "$accel" serve --once --config examples/agent/time-slicing.yaml --vendors nvidia \
+      --nvml-library "$fake" || true
 fi

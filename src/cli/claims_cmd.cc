@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/table.h"
 #include "common/error.h"
 #include "common/yaml_out.h"
 #include "placement/claim_store.h"
@@ -78,20 +79,7 @@ std::string Table(const std::vector<Claim>& claims) {
     rows.push_back({c.id, c.host, c.flavor, c.created_at, NodesOf(c.placement),
                     CpusOf(c.placement), DevicesOf(c.placement)});
   }
-  std::vector<size_t> width(rows.front().size(), 0);
-  for (const auto& row : rows) {
-    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
-  }
-  std::ostringstream out;
-  for (const auto& row : rows) {
-    std::string line;
-    for (size_t i = 0; i < row.size(); ++i) {
-      line += row[i];
-      if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 2, ' ');
-    }
-    out << line << "\n";
-  }
-  return out.str();
+  return FormatTable(rows);
 }
 
 // {"schema": "accel.claims/v1", "claims": [{id, host, flavor, created_at, placement}]}

@@ -11,5 +11,10 @@ void RegisterTopo(CLI::App& app, int* exit_code);     ///< accel topo
 void RegisterPlace(CLI::App& app, int* exit_code);    ///< accel place
 void RegisterClaims(CLI::App& app, int* exit_code);   ///< accel claims, accel release
 void RegisterExporter(CLI::App& app, int* exit_code); ///< accel exporter
+void RegisterMig(CLI::App& app, int* exit_code);      ///< accel mig ...
+void RegisterServe(CLI::App& app, int* exit_code);    ///< accel serve (node agent)
+
+/// `accel mig apply`, added under the `mig` subcommand by RegisterMig.
+void RegisterMigApply(CLI::App* mig, int* exit_code);
 
 }  // namespace accel::cli

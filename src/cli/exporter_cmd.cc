@@ -16,6 +16,7 @@
 #include "cli/commands.h"
 #include "common/error.h"
 #include "devices/backend.h"
+#include "devices/open_backends.h"
 #include "devices/topology_join.h"
 #include "telemetry/collector.h"
 #include "telemetry/http_server.h"
@@ -102,40 +103,10 @@ bool SocketExists(const std::string& path) {
 
 /// Loads each enabled vendor's library; a vendor without one contributes no devices.
 std::vector<std::unique_ptr<devices::DeviceBackend>> OpenBackends(const ExporterOptions& o) {
-  std::vector<std::string> vendors = SplitList(o.vendors);
-  for (const auto& v : vendors) {
-    if (v != "nvidia" && v != "amd" && v != "habana") {
-      throw InputError("--vendors", "", "unknown vendor '" + v + "'",
-                       "use a comma list of nvidia, amd, habana");
-    }
-  }
-  struct Candidate {
-    const char* vendor;
-    const char* what;
-    const std::string* library;
-    std::unique_ptr<devices::DeviceBackend> (*open)(const std::string&);
-  };
-  const Candidate candidates[] = {
-      {"nvidia", "NVML", &o.nvml_library, devices::OpenNvml},
-      {"amd", "ROCm SMI", &o.rocm_smi_library, devices::OpenRocmSmi},
-      {"habana", "HLML", &o.hlml_library, devices::OpenHlml},
-  };
-  std::vector<std::unique_ptr<devices::DeviceBackend>> backends;
-  for (const Candidate& c : candidates) {
-    if (!Contains(vendors, c.vendor)) continue;
-    std::unique_ptr<devices::DeviceBackend> backend = c.open(*c.library);
-    if (!backend) {
-      std::cerr << "accel exporter: " << c.what << ": not installed, no " << c.vendor
-                << " devices\n";
-      continue;
-    }
-    std::cerr << "accel exporter: " << c.what << " " << backend->library_path() << ": "
-              << backend->devices().size() << " device(s)"
-              << (backend->driver_version().empty() ? "" : ", driver " + backend->driver_version())
-              << "\n";
-    backends.push_back(std::move(backend));
-  }
-  return backends;
+  devices::VendorLibraries libraries{o.nvml_library, o.rocm_smi_library, o.hlml_library};
+  return devices::OpenBackends(SplitList(o.vendors), libraries, [](const std::string& line) {
+    std::cerr << "accel exporter: " << line << "\n";
+  });
 }
 
 /// NUMA nodes of the devices from the host topology; a host we cannot read only loses them.

@@ -1,5 +1,6 @@
 // The subset of the NVML C ABI accel uses, declared from the research notes
-// (docs: /work/shared/reference/telemetry.md §2), not copied from nvml.h.
+// (docs: /work/shared/reference/telemetry.md §2; MIG control: mig.md §1.3, signatures and
+// layouts checked against NVIDIA's nvml.h as go-nvml ships it), not copied from nvml.h.
 //
 // Both the NVML backend (which dlsyms these names) and the fake libnvidia-ml.so.1 in
 // tests/fakes/nvml (which exports them) include this header, so a layout or signature mismatch
@@ -55,8 +56,10 @@ struct nvmlDevice_st;
 struct nvmlGpuInstance_st;
 struct nvmlEventSet_st;
 struct nvmlGpmSample_st;
+struct nvmlComputeInstance_st;
 using nvmlDevice_t = nvmlDevice_st*;
 using nvmlGpuInstance_t = nvmlGpuInstance_st*;
+using nvmlComputeInstance_t = nvmlComputeInstance_st*;
 using nvmlEventSet_t = nvmlEventSet_st*;
 using nvmlGpmSample_t = nvmlGpmSample_st*;
 
@@ -92,6 +95,31 @@ inline constexpr nvmlEnableState_t NVML_FEATURE_DISABLED = 0;
 inline constexpr nvmlEnableState_t NVML_FEATURE_ENABLED = 1;
 inline constexpr unsigned int NVML_DEVICE_MIG_DISABLE = 0;
 inline constexpr unsigned int NVML_DEVICE_MIG_ENABLE = 1;
+
+// GPU-instance profile *indices* (the `profile` argument of nvmlDeviceGetGpuInstanceProfileInfo);
+// the per-device profile *id* that creation takes comes back in the info struct.
+inline constexpr unsigned int NVML_GPU_INSTANCE_PROFILE_1_SLICE = 0x0;
+inline constexpr unsigned int NVML_GPU_INSTANCE_PROFILE_2_SLICE = 0x1;
+inline constexpr unsigned int NVML_GPU_INSTANCE_PROFILE_3_SLICE = 0x2;
+inline constexpr unsigned int NVML_GPU_INSTANCE_PROFILE_4_SLICE = 0x3;
+inline constexpr unsigned int NVML_GPU_INSTANCE_PROFILE_7_SLICE = 0x4;
+inline constexpr unsigned int NVML_GPU_INSTANCE_PROFILE_8_SLICE = 0x5;
+inline constexpr unsigned int NVML_GPU_INSTANCE_PROFILE_6_SLICE = 0x6;
+inline constexpr unsigned int NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1 = 0x7;  ///< 1g+me
+inline constexpr unsigned int NVML_GPU_INSTANCE_PROFILE_2_SLICE_REV1 = 0x8;  ///< 2g+me
+inline constexpr unsigned int NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV2 = 0x9;  ///< 1g, 2 memory slices
+
+// Compute-instance profile indices (nvmlGpuInstanceGetComputeInstanceProfileInfo `profile`).
+inline constexpr unsigned int NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE = 0x0;
+inline constexpr unsigned int NVML_COMPUTE_INSTANCE_PROFILE_2_SLICE = 0x1;
+inline constexpr unsigned int NVML_COMPUTE_INSTANCE_PROFILE_3_SLICE = 0x2;
+inline constexpr unsigned int NVML_COMPUTE_INSTANCE_PROFILE_4_SLICE = 0x3;
+inline constexpr unsigned int NVML_COMPUTE_INSTANCE_PROFILE_7_SLICE = 0x4;
+inline constexpr unsigned int NVML_COMPUTE_INSTANCE_PROFILE_8_SLICE = 0x5;
+inline constexpr unsigned int NVML_COMPUTE_INSTANCE_PROFILE_6_SLICE = 0x6;
+inline constexpr unsigned int NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE_REV1 = 0x7;
+/// The only engine profile NVML defines.
+inline constexpr unsigned int NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED = 0x0;
 
 using nvmlValueType_t = unsigned int;
 inline constexpr nvmlValueType_t NVML_VALUE_TYPE_DOUBLE = 0;
@@ -283,9 +311,10 @@ inline constexpr unsigned int nvmlTemperature_v1 = NvmlStructVersion(sizeof(nvml
 static_assert(nvmlTemperature_v1 == 0x0100000C);
 
 struct nvmlGpuInstancePlacement_t {
-  unsigned int start;
-  unsigned int size;
+  unsigned int start;  ///< first memory slice
+  unsigned int size;   ///< memory slices
 };
+static_assert(sizeof(nvmlGpuInstancePlacement_t) == 8);
 
 struct nvmlGpuInstanceInfo_t {
   nvmlDevice_t device;
@@ -330,6 +359,36 @@ static_assert(sizeof(nvmlGpuInstanceProfileInfo_v2_t) == 152);
 inline constexpr unsigned int nvmlGpuInstanceProfileInfo_v2 =
     NvmlStructVersion(sizeof(nvmlGpuInstanceProfileInfo_v2_t), 2);
 static_assert(nvmlGpuInstanceProfileInfo_v2 == 0x02000098);
+
+struct nvmlComputeInstancePlacement_t {
+  unsigned int start;  ///< first compute slice inside the GPU instance
+  unsigned int size;   ///< compute slices
+};
+static_assert(sizeof(nvmlComputeInstancePlacement_t) == 8);
+
+struct nvmlComputeInstanceProfileInfo_t {
+  unsigned int id;  ///< unique within the GPU instance; what creation takes
+  unsigned int sliceCount;
+  unsigned int instanceCount;
+  unsigned int multiprocessorCount;
+  unsigned int sharedCopyEngineCount;
+  unsigned int sharedDecoderCount;
+  unsigned int sharedEncoderCount;
+  unsigned int sharedJpegCount;
+  unsigned int sharedOfaCount;
+};
+static_assert(sizeof(nvmlComputeInstanceProfileInfo_t) == 36);
+
+struct nvmlComputeInstanceInfo_t {
+  nvmlDevice_t device;  ///< the parent GPU
+  nvmlGpuInstance_t gpuInstance;
+  unsigned int id;
+  unsigned int profileId;
+  nvmlComputeInstancePlacement_t placement;
+};
+static_assert(sizeof(nvmlComputeInstanceInfo_t) == 32);
+static_assert(offsetof(nvmlComputeInstanceInfo_t, id) == 16 &&
+              offsetof(nvmlComputeInstanceInfo_t, placement) == 24);
 
 struct nvmlGridLicenseExpiry_t {
   unsigned int year;
@@ -471,6 +530,29 @@ static_assert(offsetof(nvmlGpmMetricsGet_t, sample1) == 8 && offsetof(nvmlGpmMet
     (nvmlDevice_t device, unsigned int profile, nvmlGpuInstanceProfileInfo_t* info))              \
   X(nvmlDeviceGetGpuInstanceProfileInfoV,                                                         \
     (nvmlDevice_t device, unsigned int profile, nvmlGpuInstanceProfileInfo_v2_t* info))           \
+  X(nvmlDeviceSetMigMode,                                                                         \
+    (nvmlDevice_t device, unsigned int mode, nvmlReturn_t* activationStatus))                     \
+  X(nvmlDeviceGetGpuInstancePossiblePlacements_v2,                                                \
+    (nvmlDevice_t device, unsigned int profileId, nvmlGpuInstancePlacement_t* placements,         \
+     unsigned int* count))                                                                        \
+  X(nvmlDeviceGetGpuInstanceRemainingCapacity,                                                    \
+    (nvmlDevice_t device, unsigned int profileId, unsigned int* count))                           \
+  X(nvmlDeviceCreateGpuInstanceWithPlacement,                                                     \
+    (nvmlDevice_t device, unsigned int profileId, const nvmlGpuInstancePlacement_t* placement,    \
+     nvmlGpuInstance_t* gpuInstance))                                                             \
+  X(nvmlGpuInstanceDestroy, (nvmlGpuInstance_t gpuInstance))                                      \
+  X(nvmlGpuInstanceGetComputeInstanceProfileInfo,                                                 \
+    (nvmlGpuInstance_t gpuInstance, unsigned int profile, unsigned int engProfile,                \
+     nvmlComputeInstanceProfileInfo_t* info))                                                     \
+  X(nvmlGpuInstanceCreateComputeInstance,                                                         \
+    (nvmlGpuInstance_t gpuInstance, unsigned int profileId,                                       \
+     nvmlComputeInstance_t* computeInstance))                                                     \
+  X(nvmlGpuInstanceGetComputeInstances,                                                           \
+    (nvmlGpuInstance_t gpuInstance, unsigned int profileId,                                       \
+     nvmlComputeInstance_t* computeInstances, unsigned int* count))                               \
+  X(nvmlComputeInstanceDestroy, (nvmlComputeInstance_t computeInstance))                          \
+  X(nvmlComputeInstanceGetInfo_v2,                                                                \
+    (nvmlComputeInstance_t computeInstance, nvmlComputeInstanceInfo_t* info))                     \
   X(nvmlDeviceGetComputeRunningProcesses_v3,                                                      \
     (nvmlDevice_t device, unsigned int* infoCount, nvmlProcessInfo_t* infos))                     \
   X(nvmlDeviceGetProcessUtilization,                                                              \

@@ -11,13 +11,6 @@ using namespace nvml;
 
 namespace {
 
-// Where container toolkits and the GPU Operator's driver container put the library.
-const std::vector<std::string> kDefaultCandidates = {
-    "libnvidia-ml.so.1",
-    "/usr/local/nvidia/lib64/libnvidia-ml.so.1",
-    "/run/nvidia/driver/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1",
-};
-
 // Without these the backend cannot even name its devices.
 const char* const kRequired[] = {
     "nvmlInit_v2",
@@ -57,6 +50,16 @@ std::string ReadString(Function* function, nvmlDevice_t handle, unsigned size) {
 }
 
 }  // namespace
+
+const std::vector<std::string>& NvmlDefaultCandidates() {
+  // Where container toolkits and the GPU Operator's driver container put the library.
+  static const std::vector<std::string> candidates = {
+      "libnvidia-ml.so.1",
+      "/usr/local/nvidia/lib64/libnvidia-ml.so.1",
+      "/run/nvidia/driver/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1",
+  };
+  return candidates;
+}
 
 // ---- NvmlApi ----
 
@@ -239,7 +242,7 @@ std::vector<HealthEvent> NvmlBackend::WaitEvents(std::chrono::milliseconds timeo
 
 std::unique_ptr<DeviceBackend> OpenNvml(const std::string& library) {
   std::unique_ptr<SharedLibrary> loaded = LoadVendorLibrary(
-      library, kDefaultCandidates, "NVML",
+      library, NvmlDefaultCandidates(), "NVML",
       "install the NVIDIA driver's libnvidia-ml.so.1 or fix --nvml-library");
   if (!loaded) return nullptr;
   return std::make_unique<NvmlBackend>(std::move(loaded));

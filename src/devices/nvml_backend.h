@@ -20,6 +20,10 @@
 
 namespace accel::devices {
 
+/// The library names OpenNvml (and OpenNvmlMigControl) try when none is given: the soname, then
+/// where container toolkits and the GPU Operator's driver container put it.
+const std::vector<std::string>& NvmlDefaultCandidates();
+
 /// Every NVML function accel may call; a member is null when the library does not export it.
 struct NvmlApi {
 #define ACCEL_NVML_MEMBER(name, params) nvml::name##_fn* name = nullptr;

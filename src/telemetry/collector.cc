@@ -138,6 +138,10 @@ void Collector::RunDeviceWorker(size_t i) {
     }
     auto [backend, position] = slot_source_[i];
     devices::DeviceReading reading = backends_[backend]->Read(position);
+    if (options_.on_reading) {
+      const devices::DeviceIdentity& id = backends_[backend]->devices()[position];
+      options_.on_reading(id.vendor, id.index, reading);
+    }
     {
       std::lock_guard<std::mutex> lock(mu_);
       Slot& slot = *slots_[i];
@@ -157,6 +161,9 @@ void Collector::RunEventWatcher(size_t b) {
       if (stopping_) return;
     }
     std::vector<devices::HealthEvent> events = backends_[b]->WaitEvents(milliseconds(500));
+    if (options_.on_event) {
+      for (const devices::HealthEvent& e : events) options_.on_event(e);
+    }
     std::lock_guard<std::mutex> lock(mu_);
     for (const devices::HealthEvent& e : events) {
       auto it = events_->slot_of.find({e.vendor, e.device_index});

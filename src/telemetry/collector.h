@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -36,6 +37,12 @@ struct CollectorOptions {
   /// Time between kubelet List calls.
   std::chrono::milliseconds pod_refresh_interval{10000};
   RenderOptions render;
+  /// Called with every health event, on the backend's event thread, outside the collector's
+  /// lock (the node agent's device plugin takes device health from here). May be empty.
+  std::function<void(const devices::HealthEvent&)> on_event;
+  /// Called after every device read with (vendor, vendor index, reading), on that device's
+  /// worker thread, outside the lock. May be empty. Must not block.
+  std::function<void(devices::Vendor, unsigned, const devices::DeviceReading&)> on_reading;
 };
 
 class Collector {

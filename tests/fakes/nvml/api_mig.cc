@@ -9,13 +9,6 @@ using namespace fake_nvml;
 
 namespace {
 
-const MigProfile* ProfileById(const Device& dev, unsigned id) {
-  for (const MigProfile& p : dev.profiles) {
-    if (p.id == id) return &p;
-  }
-  return nullptr;
-}
-
 // Profile lookup by index: NOT_SUPPORTED inside the table's range, INVALID_ARGUMENT past it.
 nvmlReturn_t ProfileByIndex(const Device& dev, unsigned index, const MigProfile** out) {
   if (!dev.mig_capable) return NVML_ERROR_NOT_SUPPORTED;
@@ -43,13 +36,6 @@ void FillProfile(const MigProfile& p, Info* info) {
   info->jpegCount = p.slices;
   info->ofaCount = p.slices == 7 ? 1 : 0;
   info->memorySizeMB = p.memory_mb;
-}
-
-bool IsGpuInstanceRepresentative(const Device& dev, size_t m) {
-  for (size_t i = 0; i < m; ++i) {
-    if (dev.mig[i].gpu_instance_id == dev.mig[m].gpu_instance_id) return false;
-  }
-  return true;
 }
 
 // The GPM metric table a sample reads: the GPU's, or the first MIG device of its GPU instance.
@@ -141,33 +127,29 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceById(nvmlDevice_t device, 
   if (!gpuInstance) return NVML_ERROR_INVALID_ARGUMENT;
   DeviceCall call("nvmlDeviceGetGpuInstanceById", device);
   if (call.rc() != NVML_SUCCESS) return call.rc();
-  const Device& dev = call.device();
+  Device& dev = call.device();
   if (!dev.mig_capable) return NVML_ERROR_NOT_SUPPORTED;
   if (dev.mig_mode != 1) return NVML_ERROR_INVALID_ARGUMENT;
-  for (size_t m = 0; m < dev.mig.size(); ++m) {
-    if (dev.mig[m].gpu_instance_id == id && IsGpuInstanceRepresentative(dev, m)) {
-      *gpuInstance = GpuInstanceHandle(call.position(), m);
-      return NVML_SUCCESS;
-    }
-  }
-  return NVML_ERROR_NOT_FOUND;
+  const GpuInstance* gi = GpuInstanceById(dev, id);
+  if (!gi) return NVML_ERROR_NOT_FOUND;
+  *gpuInstance = GpuInstanceHandle(call.position(), gi->slot);
+  return NVML_SUCCESS;
 }
 
 FAKE_NVML_EXPORT nvmlReturn_t nvmlGpuInstanceGetInfo(nvmlGpuInstance_t gpuInstance,
                                                      nvmlGpuInstanceInfo_t* info) {
-  int d = 0, m = 0;
-  if (!info || !DecodeGpuInstance(gpuInstance, &d, &m)) return NVML_ERROR_INVALID_ARGUMENT;
+  int d = 0, slot = 0;
+  if (!info || !DecodeGpuInstance(gpuInstance, &d, &slot)) return NVML_ERROR_INVALID_ARGUMENT;
   DeviceCall call("nvmlGpuInstanceGetInfo", DeviceHandle(d));
   if (call.rc() != NVML_SUCCESS) return call.rc();
-  const Device& dev = call.device();
-  if (m >= static_cast<int>(dev.mig.size()) || dev.mig_mode != 1)
-    return NVML_ERROR_INVALID_ARGUMENT;
-  const MigDevice& mig = dev.mig[m];
-  const MigProfile* profile = ProfileById(dev, mig.profile_id);
+  Device& dev = call.device();
+  const GpuInstance* gi = GpuInstanceBySlot(dev, slot);
+  if (!gi || dev.mig_mode != 1) return NVML_ERROR_INVALID_ARGUMENT;
+  const MigProfile* profile = ProfileById(dev, gi->profile_id);
   info->device = DeviceHandle(d);
-  info->id = mig.gpu_instance_id;
-  info->profileId = mig.profile_id;
-  info->placement = {mig.placement_start, profile ? profile->slices : 1};
+  info->id = gi->id;
+  info->profileId = gi->profile_id;
+  info->placement = {gi->start, profile ? profile->placement_size : 1};
   return NVML_SUCCESS;
 }
 
@@ -182,10 +164,10 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstances(nvmlDevice_t device, uns
   const MigProfile* profile = ProfileById(dev, profileId);
   if (!profile) return NVML_ERROR_INVALID_ARGUMENT;
   unsigned n = 0;
-  // The caller's array holds the profile's instanceCount; config validation keeps us inside it.
-  for (size_t m = 0; m < dev.mig.size() && n < profile->instance_count; ++m) {
-    if (dev.mig[m].profile_id == profileId && IsGpuInstanceRepresentative(dev, m)) {
-      gpuInstances[n++] = GpuInstanceHandle(call.position(), m);
+  // The caller's array holds the profile's instanceCount; creation keeps us inside it.
+  for (const GpuInstance& gi : dev.gpu_instances) {
+    if (gi.profile_id == profileId && n < profile->instance_count) {
+      gpuInstances[n++] = GpuInstanceHandle(call.position(), gi.slot);
     }
   }
   *count = n;

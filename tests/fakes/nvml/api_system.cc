@@ -118,6 +118,7 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlShutdown(void) {
   std::lock_guard<std::mutex> lock(state.mu);
   if (state.init_count == 0) return NVML_ERROR_UNINITIALIZED;
   if (--state.init_count == 0) {
+    WriteStateOut(state.config);
     // Like the driver: handles from this session die with it.
     for (EventSet* set : state.event_sets) delete set;
     for (GpmSample* sample : state.gpm_samples) delete sample;

@@ -126,13 +126,17 @@ const char* const kReturnNames[] = {
     "RESET_TYPE_NOT_SUPPORTED",
 };
 
-// H100 80GB HBM3, as `nvidia-smi mig -lgip` lists it. Indices 5, 6 and 8 are profiles the
-// H100 does not offer (NOT_SUPPORTED); 10 and up are past the table (INVALID_ARGUMENT).
+// H100 80GB HBM3, as `nvidia-smi mig -lgip` / `-lgipp` list it. Indices 5, 6 and 8 are
+// profiles the H100 does not offer (NOT_SUPPORTED); 10 and up are past the table
+// (INVALID_ARGUMENT).
 const std::vector<MigProfile> kH100Profiles = {
-    {0, 19, 1, 7, 9984, 16, "MIG 1g.10gb"},  {1, 14, 2, 3, 20096, 32, "MIG 2g.20gb"},
-    {2, 9, 3, 2, 40448, 60, "MIG 3g.40gb"},  {3, 5, 4, 1, 40448, 64, "MIG 4g.40gb"},
-    {4, 0, 7, 1, 81152, 132, "MIG 7g.80gb"}, {7, 20, 1, 1, 9984, 16, "MIG 1g.10gb+me"},
-    {9, 15, 1, 4, 20096, 26, "MIG 1g.20gb"},
+    {0, 19, 1, 7, 9984, 16, "MIG 1g.10gb", 1, {0, 1, 2, 3, 4, 5, 6}},
+    {1, 14, 2, 3, 20096, 32, "MIG 2g.20gb", 2, {0, 2, 4}},
+    {2, 9, 3, 2, 40448, 60, "MIG 3g.40gb", 4, {0, 4}},
+    {3, 5, 4, 1, 40448, 64, "MIG 4g.40gb", 4, {0}},
+    {4, 0, 7, 1, 81152, 132, "MIG 7g.80gb", 8, {0}},
+    {7, 20, 1, 1, 9984, 16, "MIG 1g.10gb+me", 1, {0, 1, 2, 3, 4, 5, 6}},
+    {9, 15, 1, 4, 20096, 26, "MIG 1g.20gb", 2, {0, 2, 4, 6}},
 };
 
 [[noreturn]] void Fail(const std::string& path, const std::string& what) {
@@ -246,7 +250,7 @@ Metrics ParseGpm(const json& object, const std::string& path) {
 }
 
 Fault ParseFault(const json& f, const std::string& path) {
-  CheckKeys(f, path, {"function", "error", "hang_ms", "after_calls", "after_ms"});
+  CheckKeys(f, path, {"function", "error", "hang_ms", "after_calls", "after_ms", "times"});
   Fault fault;
   fault.function = String(f, "function", path);
   if (fault.function != "*" && !FunctionNames().count(fault.function)) {
@@ -270,12 +274,30 @@ Fault ParseFault(const json& f, const std::string& path) {
   if (!fault.error && fault.hang_ms == 0) Fail(path, "a fault needs \"error\" or \"hang_ms\"");
   fault.after_calls = Unsigned(f, "after_calls", path, 0);
   fault.after_ms = static_cast<long long>(Unsigned(f, "after_ms", path, 0));
+  fault.times = Unsigned(f, "times", path, 0);
   return fault;
+}
+
+// {"starts": [0, 4], "size": 4}: where instances of a profile may sit, in memory slices.
+void ParsePlacements(const json& p, const std::string& path, MigProfile* profile) {
+  CheckKeys(p, path, {"starts", "size"});
+  profile->placement_size = Unsigned(p, "size", path, profile->placement_size);
+  if (profile->placement_size == 0 || profile->placement_size > 8) Fail(path + ".size", "1..8");
+  if (!p.contains("starts")) return;
+  if (!p["starts"].is_array()) Fail(path + ".starts", "expected a list of memory slices");
+  profile->placement_starts.clear();
+  for (const json& start : p["starts"]) {
+    if (!start.is_number_unsigned() || start.get<unsigned>() + profile->placement_size > 8) {
+      Fail(path + ".starts", "each start must be an integer with start + size <= 8");
+    }
+    profile->placement_starts.push_back(start.get<unsigned>());
+  }
 }
 
 MigProfile ParseProfile(const json& p, const std::string& path) {
   CheckKeys(p, path,
-            {"index", "id", "slices", "instance_count", "memory_mb", "multiprocessors", "name"});
+            {"index", "id", "slices", "instance_count", "memory_mb", "multiprocessors", "name",
+             "placements"});
   MigProfile profile;
   profile.index = Unsigned(p, "index", path, 0);
   profile.id = Unsigned(p, "id", path, profile.index);
@@ -284,17 +306,26 @@ MigProfile ParseProfile(const json& p, const std::string& path) {
   profile.memory_mb = Unsigned(p, "memory_mb", path, 10240);
   profile.multiprocessors = Unsigned(p, "multiprocessors", path, 16);
   profile.name = String(p, "name", path, "MIG " + std::to_string(profile.slices) + "g");
+  SetDefaultPlacements(&profile);
+  if (p.contains("placements")) ParsePlacements(p["placements"], path + ".placements", &profile);
   return profile;
 }
 
 void ParseMig(const json& m, const std::string& path, Device* dev) {
-  CheckKeys(m, path, {"mode", "pending_mode", "max_devices", "profiles", "instances"});
+  CheckKeys(m, path,
+            {"mode", "pending_mode", "max_devices", "profiles", "instances", "activation_status"});
   dev->mig_capable = true;
   dev->mig_mode = Unsigned(m, "mode", path, 0);
   dev->mig_pending_mode = Unsigned(m, "pending_mode", path, dev->mig_mode);
   dev->max_mig_devices = Unsigned(m, "max_devices", path, 7);
   if (dev->mig_mode > 1 || dev->mig_pending_mode > 1) Fail(path + ".mode", "must be 0 or 1");
   if (dev->max_mig_devices > kMaxMigDevices) Fail(path + ".max_devices", "at most 16");
+  if (m.contains("activation_status")) {
+    auto code = ParseReturnCode(m["activation_status"].is_string()
+                                    ? m["activation_status"].get<std::string>() : "");
+    if (!code) Fail(path + ".activation_status", "unknown NVML return code (e.g. RESET_REQUIRED)");
+    dev->mig_activation = *code;
+  }
   dev->profiles = kH100Profiles;
   if (m.contains("profiles")) {
     if (!m["profiles"].is_array()) Fail(path + ".profiles", "expected a list");
@@ -315,7 +346,7 @@ void ParseMig(const json& m, const std::string& path, Device* dev) {
     const json& in = instances[i];
     CheckKeys(in, at,
               {"gpu_instance_id", "compute_instance_id", "profile_id", "placement_start", "uuid",
-               "metrics", "gpm"});
+               "metrics", "gpm", "compute_slices", "processes"});
     MigDevice mig;
     mig.gpu_instance_id = Unsigned(in, "gpu_instance_id", at, i + 1);
     mig.compute_instance_id = Unsigned(in, "compute_instance_id", at, 0);
@@ -328,6 +359,17 @@ void ParseMig(const json& m, const std::string& path, Device* dev) {
     auto profile = std::find_if(dev->profiles.begin(), dev->profiles.end(),
                                 [&](const MigProfile& p) { return p.id == mig.profile_id; });
     if (profile == dev->profiles.end()) Fail(at + ".profile_id", "no profile with this id");
+    mig.ci_slices = Unsigned(in, "compute_slices", at, profile->slices);
+    if (mig.ci_slices == 0 || mig.ci_slices > profile->slices)
+      Fail(at + ".compute_slices", "1 .. the GPU instance's slices");
+    // Synthetic processes on this compute instance: destroying it answers IN_USE.
+    for (unsigned long long n = Unsigned(in, "processes", at, 0); n > 0; --n) {
+      Process process;
+      process.pid = 60000 + static_cast<unsigned>(dev->processes.size());
+      process.gpu_instance_id = mig.gpu_instance_id;
+      process.compute_instance_id = mig.compute_instance_id;
+      dev->processes.push_back(process);
+    }
     if (std::any_of(dev->mig.begin(), dev->mig.end(), [&](const MigDevice& o) {
           return o.gpu_instance_id == mig.gpu_instance_id &&
                  o.compute_instance_id == mig.compute_instance_id;
@@ -346,6 +388,7 @@ void ParseMig(const json& m, const std::string& path, Device* dev) {
                                     " than its instance_count " + std::to_string(p.instance_count));
     }
   }
+  DeriveMigTopology(dev);
 }
 
 XidEvent ParseEvent(const json& e, const std::string& path) {
@@ -420,10 +463,10 @@ Device ParseDevice(const json& d, const std::string& path, unsigned position) {
     if (d["gpm"].contains("metrics"))
       dev.gpm = ParseGpm(d["gpm"]["metrics"], path + ".gpm.metrics");
   }
+  dev.processes = ParseList<Process>(d, "processes", path, ParseProcess);
   if (d.contains("mig")) ParseMig(d["mig"], path + ".mig", &dev);
   dev.faults = ParseList<Fault>(d, "faults", path, ParseFault);
   dev.events = ParseList<XidEvent>(d, "events", path, ParseEvent);
-  dev.processes = ParseList<Process>(d, "processes", path, ParseProcess);
   dev.supported_event_types = Unsigned(
       d, "supported_event_types", path,
       nvmlEventTypeSingleBitEccError | nvmlEventTypeDoubleBitEccError | nvmlEventTypePState |

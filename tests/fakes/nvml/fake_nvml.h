@@ -39,13 +39,14 @@ using Metrics = std::map<std::string, ValueSpec>;
 
 /// An injected fault on one device: after `after_calls` calls of `function` (or of any function
 /// when "*") and `after_ms` since init, the call hangs `hang_ms` (-1 forever) and then returns
-/// `error` (or proceeds normally when no error is given).
+/// `error` (or proceeds normally when no error is given); for `times` calls when not 0.
 struct Fault {
   std::string function;
   std::optional<nvmlReturn_t> error;
   long long hang_ms = 0;
   unsigned long long after_calls = 0;
   long long after_ms = 0;
+  unsigned long long times = 0;  ///< calls it affects; 0 = every one from after_calls on
 };
 
 /// An XID delivered by nvmlEventSetWait at `at_ms` after init.
@@ -65,17 +66,31 @@ struct MigProfile {
   unsigned long long memory_mb = 0;
   unsigned multiprocessors = 0;
   std::string name;  ///< NVML's name, e.g. "MIG 1g.10gb"
+  unsigned placement_size = 1;            ///< memory slices one instance covers
+  std::vector<unsigned> placement_starts;  ///< allowed first memory slices
 };
 
 /// One MIG device (a compute instance inside a GPU instance).
 struct MigDevice {
   unsigned gpu_instance_id = 0;
   unsigned compute_instance_id = 0;
-  unsigned profile_id = 0;
-  unsigned placement_start = 0;
+  unsigned profile_id = 0;       ///< the GPU instance's profile id
+  unsigned placement_start = 0;  ///< the GPU instance's first memory slice
   std::string uuid;
   Metrics metrics;  ///< memory_total_mib / memory_used_mib / memory_reserved_mib
   Metrics gpm;      ///< GPM metric id (decimal string) -> percent or MiB/s
+  unsigned ci_profile_id = 0;  ///< compute-instance profile id (= its index in the fake)
+  unsigned ci_start = 0;       ///< first compute slice inside the GPU instance
+  unsigned ci_slices = 0;      ///< compute slices
+  int slot = 0;                ///< its nvmlComputeInstance_t handle slot
+};
+
+/// One GPU instance (mig_control.cc). Its compute instances are the MigDevices with its id.
+struct GpuInstance {
+  unsigned id = 0;
+  unsigned profile_id = 0;
+  unsigned start = 0;  ///< first memory slice
+  int slot = 0;        ///< its nvmlGpuInstance_t handle slot
 };
 
 struct Process {
@@ -99,6 +114,10 @@ struct Device {
   unsigned mig_mode = 0, mig_pending_mode = 0, max_mig_devices = 7;
   std::vector<MigProfile> profiles;
   std::vector<MigDevice> mig;
+  std::vector<GpuInstance> gpu_instances;  ///< derived from `mig` at parse time, then live
+  /// What nvmlDeviceSetMigMode reports as activation status; not SUCCESS = the change only
+  /// becomes pending (a reset is needed).
+  nvmlReturn_t mig_activation = NVML_SUCCESS;
   std::vector<Fault> faults;
   std::vector<XidEvent> events;
   unsigned long long supported_event_types = 0;
@@ -162,7 +181,26 @@ nvmlReturn_t CopyString(const std::string& text, char* out, unsigned length);
 
 nvmlDevice_t DeviceHandle(int device);
 nvmlDevice_t MigHandle(int device, int mig);
-nvmlGpuInstance_t GpuInstanceHandle(int device, int mig);
+nvmlGpuInstance_t GpuInstanceHandle(int device, int slot);
+nvmlComputeInstance_t ComputeInstanceHandle(int device, int slot);
+
+// ---- MIG control model (mig_control.cc); call with Global().mu held ----
+
+/// The profile with this id, or null.
+const MigProfile* ProfileById(const Device& dev, unsigned id);
+/// The GPU instance in handle slot `slot` / with id `id`, or null.
+GpuInstance* GpuInstanceBySlot(Device& dev, int slot);
+GpuInstance* GpuInstanceById(Device& dev, unsigned id);
+/// Memory slices (bit i = slice i) the GPU instance covers.
+unsigned GpuInstanceMask(const Device& dev, const GpuInstance& gi);
+/// Compute slices of a compute-instance profile index (0 when the fake has none).
+unsigned ComputeProfileSlices(unsigned profile);
+/// Derives gpu_instances and compute-instance fields from the configured `mig` list.
+void DeriveMigTopology(Device* dev);
+/// Default placements of the built-in H100 table, by profile id.
+void SetDefaultPlacements(MigProfile* profile);
+/// Writes every device's MIG state as JSON to FAKE_NVML_STATE_OUT (when set).
+void WriteStateOut(const Config& config);
 
 /// A call that needs only an initialised library: locks the state and checks init.
 class GlobalCall {
@@ -203,8 +241,10 @@ class DeviceCall {
 /// Decodes a handle made by DeviceHandle/MigHandle: false when it is not one of the current
 /// config's devices. Call with Global().mu held.
 bool DecodeDevice(nvmlDevice_t handle, int* device, int* mig);
-/// Decodes a GpuInstanceHandle by address only (callers check it against the config).
-bool DecodeGpuInstance(nvmlGpuInstance_t handle, int* device, int* mig);
+/// Decodes a GpuInstanceHandle / ComputeInstanceHandle by address only (callers look the slot
+/// up in the device).
+bool DecodeGpuInstance(nvmlGpuInstance_t handle, int* device, int* slot);
+bool DecodeComputeInstance(nvmlComputeInstance_t handle, int* device, int* slot);
 
 /// Reads a metric into an unsigned NVML out-parameter: the body of most getters.
 template <typename T>

@@ -14,9 +14,11 @@ namespace {
 // MIG device, and decodable without a lookup table. Slot 0 of a row is the GPU itself.
 char g_device_tokens[kMaxDevices][1 + kMaxMigDevices];
 char g_gpu_instance_tokens[kMaxDevices][kMaxMigDevices];
+char g_compute_instance_tokens[kMaxDevices][kMaxMigDevices];
 
 bool FaultActive(const Fault& fault, const std::string& function, unsigned long long call_number) {
   if (fault.function != "*" && fault.function != function) return false;
+  if (fault.times != 0 && call_number > fault.after_calls + fault.times) return false;
   return call_number > fault.after_calls && MillisSinceInit() >= fault.after_ms;
 }
 
@@ -63,8 +65,12 @@ nvmlDevice_t MigHandle(int device, int mig) {
   return reinterpret_cast<nvmlDevice_t>(&g_device_tokens[device][1 + mig]);
 }
 
-nvmlGpuInstance_t GpuInstanceHandle(int device, int mig) {
-  return reinterpret_cast<nvmlGpuInstance_t>(&g_gpu_instance_tokens[device][mig]);
+nvmlGpuInstance_t GpuInstanceHandle(int device, int slot) {
+  return reinterpret_cast<nvmlGpuInstance_t>(&g_gpu_instance_tokens[device][slot]);
+}
+
+nvmlComputeInstance_t ComputeInstanceHandle(int device, int slot) {
+  return reinterpret_cast<nvmlComputeInstance_t>(&g_compute_instance_tokens[device][slot]);
 }
 
 bool DecodeDevice(nvmlDevice_t handle, int* device, int* mig) {
@@ -79,13 +85,23 @@ bool DecodeDevice(nvmlDevice_t handle, int* device, int* mig) {
   return *mig < static_cast<int>(config.devices[*device].mig.size());
 }
 
-bool DecodeGpuInstance(nvmlGpuInstance_t handle, int* device, int* mig) {
+bool DecodeGpuInstance(nvmlGpuInstance_t handle, int* device, int* slot) {
   const char* p = reinterpret_cast<const char*>(handle);
   const char* base = &g_gpu_instance_tokens[0][0];
   if (p < base || p >= base + sizeof g_gpu_instance_tokens) return false;
   size_t offset = p - base;
   *device = static_cast<int>(offset / kMaxMigDevices);
-  *mig = static_cast<int>(offset % kMaxMigDevices);
+  *slot = static_cast<int>(offset % kMaxMigDevices);
+  return true;
+}
+
+bool DecodeComputeInstance(nvmlComputeInstance_t handle, int* device, int* slot) {
+  const char* p = reinterpret_cast<const char*>(handle);
+  const char* base = &g_compute_instance_tokens[0][0];
+  if (p < base || p >= base + sizeof g_compute_instance_tokens) return false;
+  size_t offset = p - base;
+  *device = static_cast<int>(offset / kMaxMigDevices);
+  *slot = static_cast<int>(offset % kMaxMigDevices);
   return true;
 }
 

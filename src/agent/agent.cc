@@ -1,0 +1,240 @@
+// Agent: start order (MIG → topology → backends → devices → health → collector/exporter →
+// device plugins → labels), stop in reverse, reload = stop + start with a fallback.
+#include "agent/agent.h"
+
+#include <sys/stat.h>
+
+#include <atomic>
+#include <iostream>
+#include <set>
+#include <stdexcept>
+
+#include "agent/agent_internal.h"
+#include "common/error.h"
+#include "devices/interconnect.h"
+#include "devices/open_backends.h"
+#include "devices/topology_join.h"
+#include "kube/device_health.h"
+#include "kube/plugin_server.h"
+#include "kube/resources.h"
+#include "telemetry/collector.h"
+#include "telemetry/http_server.h"
+#include "telemetry/listen_address.h"
+#include "telemetry/web_config.h"
+#include "topology/sources.h"
+
+namespace accel::agent {
+
+namespace {
+
+bool PathExists(const std::string& path) {
+  struct stat st;
+  return !path.empty() && stat(path.c_str(), &st) == 0;
+}
+
+/// The host's topology; a host we cannot read only loses NUMA nodes and interconnect levels.
+topology::HostTopology LoadHost(const std::string& spec, const internal::Log& log) {
+  if (spec == "none") return {};
+  try {
+    return topology::LoadTopology(spec);
+  } catch (const std::exception& e) {
+    log(std::string("warning: no host topology (NUMA nodes, PCIe levels): ") + e.what());
+    return {};
+  }
+}
+
+/// Canonical PCI addresses of the physical devices, once each, in device order.
+std::vector<std::string> PhysicalAddresses(const std::vector<kube::NodeDevice>& devices) {
+  std::vector<std::string> out;
+  std::set<std::string> seen;
+  for (const auto& d : devices) {
+    if (!d.pci_address.empty() && seen.insert(d.pci_address).second) out.push_back(d.pci_address);
+  }
+  return out;
+}
+
+}  // namespace
+
+/// Everything one Start built; destroyed in reverse order of construction by Stop.
+struct Running {
+  AgentConfig config;
+  topology::HostTopology host;
+  std::vector<kube::NodeDevice> devices;
+  std::vector<kube::PluginResource> resources;
+  kube::Labels labels;
+  devices::Interconnect interconnect;
+  std::unique_ptr<kube::DeviceHealth> health;
+  std::unique_ptr<telemetry::Collector> collector;
+  std::unique_ptr<telemetry::MetricsServer> server;
+  std::unique_ptr<kube::DevicePluginManager> plugins;
+  std::unique_ptr<internal::LabelWriter> label_writer;
+};
+
+struct Agent::Impl {
+  internal::Log log;
+  std::unique_ptr<Running> running;
+
+  std::unique_ptr<Running> Build(const AgentConfig& config);
+  /// Starts the HTTP endpoint, device plugins and label writer of `r` (its collector runs).
+  void StartServing(Running* r);
+  /// Stops the parts of `r`; false when a vendor call is still hung (the backends are then
+  /// leaked on purpose: destroying them under a blocked call would crash).
+  bool Tear(std::unique_ptr<Running> r);
+};
+
+std::unique_ptr<Running> Agent::Impl::Build(const AgentConfig& config) {
+  auto r = std::make_unique<Running>();
+  r->config = config;
+  // Input that can be wrong is checked before anything changes on the node.
+  telemetry::CollectorOptions copts;
+  copts.render = internal::RenderOptionsForProfile(config.exporter.profile, "agent config");
+  copts.interval = config.exporter.collect_interval;
+  copts.hostname = internal::NodeName();
+  if (PathExists(config.exporter.pod_resources_socket)) {
+    copts.pod_resources_socket = config.exporter.pod_resources_socket;
+  }
+  if (config.exporter.enabled) {  // read again by StartServing; cheap
+    telemetry::ParseListenAddress(config.exporter.listen);
+    telemetry::LoadWebConfig(config.exporter.web_config_file);
+  }
+
+  internal::ApplyMigConfig(config, log);
+  r->host = LoadHost(config.topology, log);
+  devices::VendorLibraries libraries{config.nvml_library, config.rocm_smi_library,
+                                     config.hlml_library};
+  auto backends = devices::OpenBackends(config.vendors, libraries, log, "vendors");
+  std::vector<devices::DeviceBackend*> raw;
+  for (auto& b : backends) raw.push_back(b.get());
+  r->devices = kube::DiscoverNodeDevices(raw);
+  if (!r->host.pci.empty()) kube::JoinNodeTopology(&r->devices, r->host);
+  r->resources = kube::BuildResources(r->devices, config.device_plugin.config);
+  r->labels = kube::NodeLabels(r->devices, config.device_plugin.config, r->resources, r->host);
+  r->interconnect = devices::PcieInterconnect(r->host, PhysicalAddresses(r->devices));
+  r->health = std::make_unique<kube::DeviceHealth>(r->devices, config.device_plugin.config.health);
+
+  // The collector is the only reader of the devices and their events: health rides on it.
+  kube::DeviceHealth* health = r->health.get();
+  copts.on_event = [health](const devices::HealthEvent& e) {
+    health->OnEvent(e, kube::DeviceHealth::Clock::now());
+  };
+  copts.on_reading = [health](devices::Vendor v, unsigned index, const devices::DeviceReading& d) {
+    health->OnReading(v, index, d, kube::DeviceHealth::Clock::now());
+  };
+  r->collector = std::make_unique<telemetry::Collector>(std::move(backends), copts);
+  if (!r->host.pci.empty() && !r->collector->identities().empty()) {
+    std::vector<devices::DeviceIdentity> ids = r->collector->identities();
+    devices::JoinTopology(&ids, r->host);
+    r->collector->SetIdentities(std::move(ids));
+  }
+  r->collector->Start();
+  try {
+    StartServing(r.get());
+  } catch (...) {
+    Tear(std::move(r));  // on a throw nothing stays running
+    throw;
+  }
+  log("started: " + std::to_string(r->devices.size()) + " device(s), " +
+      std::to_string(r->resources.size()) + " resource(s), " + std::to_string(r->labels.size()) +
+      " label(s)");
+  return r;
+}
+
+void Agent::Impl::StartServing(Running* r) {
+  const AgentConfig& config = r->config;
+  if (config.exporter.enabled) {
+    telemetry::ListenAddress address = telemetry::ParseListenAddress(config.exporter.listen);
+    telemetry::WebConfig web = telemetry::LoadWebConfig(config.exporter.web_config_file);
+    telemetry::Collector* c = r->collector.get();
+    r->server = std::make_unique<telemetry::MetricsServer>(
+        web, [c] { return c->exposition(); }, [] { return true; });
+    r->server->Start(address);
+    telemetry::ListenAddress bound = address;
+    bound.port = r->server->port();
+    log("exporter: serving /metrics on " + telemetry::FormatListenAddress(bound) +
+        (web.tls.enabled ? " (TLS)" : ""));
+  }
+  const kube::PluginConfig& pc = config.device_plugin.config;
+  if (config.device_plugin.enabled && PathExists(pc.plugin_dir)) {
+    kube::PluginNode node{&r->devices, &config.device_plugin.config, &r->interconnect,
+                          r->health.get()};
+    r->plugins = std::make_unique<kube::DevicePluginManager>(node);
+    r->plugins->Start(r->resources, [l = log](const std::string& line) { l("device plugin: " + line); });
+    log("device plugin: " + std::to_string(r->resources.size()) + " resource(s) in " + pc.plugin_dir);
+  } else if (config.device_plugin.enabled) {
+    log("device plugin: " + pc.plugin_dir + " does not exist (no kubelet here); not serving");
+  }
+  if (config.labels.enabled) {
+    r->label_writer = std::make_unique<internal::LabelWriter>(config.labels.file, r->labels,
+                                                              config.labels.interval, log);
+    r->label_writer->Start();
+  }
+}
+
+bool Agent::Impl::Tear(std::unique_ptr<Running> r) {
+  if (!r) return true;
+  if (r->label_writer) r->label_writer->Stop();
+  if (r->plugins) r->plugins->Stop();  // empty lists to the kubelet, sockets removed
+  if (r->server) r->server->Stop();
+  bool clean = r->collector ? r->collector->Stop() : true;
+  if (!clean) {
+    log("a vendor library call is still hung; leaving it behind");
+    r->collector.release();  // never destroy backends under a blocked call
+  }
+  return clean;
+}
+
+Agent::Agent(Log log) : impl_(std::make_unique<Impl>()) {
+  impl_->log = log ? std::move(log)
+                   : Log([](const std::string& line) { std::cerr << "accel serve: " << line << "\n"; });
+}
+
+Agent::~Agent() { Stop(); }
+
+void Agent::Start(const AgentConfig& config) {
+  if (impl_->running) throw std::logic_error("Agent::Start: already started");
+  impl_->running = impl_->Build(config);
+}
+
+void Agent::Reload(const AgentConfig& config) {
+  if (!impl_->running) return Start(config);
+  AgentConfig old = impl_->running->config;
+  if (!impl_->Tear(std::move(impl_->running))) {
+    throw std::runtime_error("a vendor library call is hung; restart the agent");
+  }
+  try {
+    impl_->running = impl_->Build(config);
+  } catch (...) {
+    impl_->log("reload failed; going back to the previous config");
+    try {
+      impl_->running = impl_->Build(old);
+    } catch (const std::exception& e) {
+      impl_->log(std::string("the previous config does not start either: ") + e.what());
+    }
+    throw;
+  }
+}
+
+bool Agent::Stop() { return impl_->Tear(std::move(impl_->running)); }
+
+int Agent::exporter_port() const {
+  return impl_->running && impl_->running->server ? impl_->running->server->port() : 0;
+}
+
+int Agent::plugin_registrations() const {
+  return impl_->running && impl_->running->plugins ? impl_->running->plugins->registrations() : 0;
+}
+
+AgentStatus Agent::status() const {
+  AgentStatus s;
+  const Running* r = impl_->running.get();
+  if (!r) return s;
+  s.devices = r->devices;
+  for (const auto& res : r->resources) s.resources.emplace_back(res.name, res.devices.size());
+  s.labels = r->labels;
+  s.exposition = r->collector->exposition();
+  s.exporter_port = r->server ? r->server->port() : 0;
+  s.device_plugin = r->plugins != nullptr;
+  return s;
+}
+
+}  // namespace accel::agent

@@ -1,0 +1,73 @@
+// Agent: the node agent `accel serve` runs — the exporter, the device plugin (one server per
+// resource, re-registered across kubelet restarts), the node-label feature file and the MIG
+// manager, all from one AgentConfig over one set of vendor backends. On a node without
+// accelerators it still serves the host's topology labels and (empty) metrics.
+//
+// Thread-safety: Start, Reload and Stop are called from one control thread (the CLI's signal
+// loop); the parts run on their own threads.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "agent/agent_config.h"
+#include "kube/node_labels.h"
+#include "kube/node_devices.h"
+
+namespace accel::agent {
+
+/// What a running agent serves, for `accel serve --once` and tests.
+struct AgentStatus {
+  /// Allocatable units found (whole devices and MIG devices).
+  std::vector<kube::NodeDevice> devices;
+  /// Resource name → advertised IDs (replicas counted), in BuildResources order.
+  std::vector<std::pair<std::string, size_t>> resources;
+  /// The node labels (written to labels.file when its directory exists).
+  kube::Labels labels;
+  /// Latest rendered exposition (empty before Start).
+  std::shared_ptr<const std::string> exposition;
+  /// Bound exporter port; 0 when the HTTP endpoint is off.
+  int exporter_port = 0;
+  /// The device plugin manager is running (enabled and the plugin dir exists).
+  bool device_plugin = false;
+};
+
+class Agent {
+ public:
+  /// Log sink for one-line status and error messages (default: stderr).
+  using Log = std::function<void(const std::string&)>;
+
+  explicit Agent(Log log = nullptr);
+  ~Agent();  ///< Stop()
+
+  /// Applies the MIG config (when enabled), opens the backends, then starts every enabled part.
+  /// Throws InputError / BackendError / std::runtime_error (listen failure) before anything is
+  /// left running: on a throw, nothing was started (a MIG config applied first stays applied).
+  /// Throws std::logic_error when already started.
+  void Start(const AgentConfig& config);
+
+  /// Switches to `config`: stops every part, then starts them with `config` (devices and MIG
+  /// state may have changed, so nothing is carried over). When `config` fails to start, the
+  /// old config is started again and the error is rethrown. Not started → same as Start.
+  void Reload(const AgentConfig& config);
+
+  /// Stops every part: device plugins send an empty list and remove their sockets, the exporter
+  /// stops serving. Returns false when a vendor call is still hung (the caller should _exit).
+  bool Stop();
+
+  /// Bound exporter port (0 when the exporter is off); for tests.
+  int exporter_port() const;
+  /// Device plugin registrations so far (since the last Start); for tests.
+  int plugin_registrations() const;
+  /// What is being served now; empty when not started.
+  AgentStatus status() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace accel::agent

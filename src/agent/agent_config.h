@@ -1,0 +1,88 @@
+// AgentConfig: the one YAML file `accel serve` reads — which parts of the node agent run
+// (exporter, device plugin, node labels, MIG manager) and how each is set up.
+//
+//   # /etc/accel/agent.yaml (every key optional; these are the defaults)
+//   vendors: [nvidia, amd, habana]
+//   libraries: {nvml: "", rocmSmi: "", hlml: ""}     # "" = the loader's search path
+//   topology: live                                   # or an hwloc XML / accel host JSON
+//   exporter:
+//     enabled: true
+//     listen: ":9400"
+//     webConfigFile: ""
+//     profile: auto                                  # dcgm, amd, gaudi, none, comma lists
+//     collectInterval: 5s
+//     podResourcesSocket: /var/lib/kubelet/pod-resources/kubelet.sock
+//   devicePlugin:
+//     enabled: true                                  # runs when kubelet.sock exists
+//     config: {...}                                  # NVIDIA k8s-device-plugin v1 schema + health
+//     configFile: ""                                 # or that config in its own file
+//   labels:
+//     enabled: true
+//     file: /etc/kubernetes/node-feature-discovery/features.d/accel
+//     interval: 60s
+//   mig:
+//     enabled: false
+//     configFile: /etc/accel/mig-parted.yaml         # mig-parted v1
+//     config: ""                                     # name to apply at start and on reload
+//     stateFile: /etc/kubernetes/node-feature-discovery/features.d/accel-mig
+//
+// Plain data; the parser is stateless and thread-safe.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "kube/plugin_config.h"
+
+namespace accel::agent {
+
+struct ExporterSection {
+  bool enabled = true;
+  std::string listen = ":9400";
+  std::string web_config_file;
+  std::string profile = "auto";
+  std::chrono::milliseconds collect_interval{5000};
+  std::string pod_resources_socket = "/var/lib/kubelet/pod-resources/kubelet.sock";
+};
+
+struct DevicePluginSection {
+  bool enabled = true;
+  kube::PluginConfig config;
+};
+
+struct LabelsSection {
+  bool enabled = true;
+  std::string file = "/etc/kubernetes/node-feature-discovery/features.d/accel";
+  std::chrono::milliseconds interval{60000};
+};
+
+struct MigSection {
+  bool enabled = false;
+  std::string config_file = "/etc/accel/mig-parted.yaml";
+  /// Config name to apply; empty = none (the manager only reports state).
+  std::string config;
+  std::string state_file = "/etc/kubernetes/node-feature-discovery/features.d/accel-mig";
+};
+
+struct AgentConfig {
+  /// "nvidia", "amd", "habana".
+  std::vector<std::string> vendors = {"nvidia", "amd", "habana"};
+  std::string nvml_library, rocm_smi_library, hlml_library;
+  /// Topology source for NUMA nodes and interconnect: "live", a file, or "none".
+  std::string topology = "live";
+  ExporterSection exporter;
+  DevicePluginSection device_plugin;
+  LabelsSection labels;
+  MigSection mig;
+};
+
+/// Parses agent YAML. `source` names the file in errors. Unknown keys, bad durations, unknown
+/// vendors and every error of the embedded plugin config are InputError (where = source, field
+/// = key path). A devicePlugin.configFile is read relative to the agent file's directory.
+AgentConfig ParseAgentConfig(const std::string& yaml, const std::string& source);
+
+/// Reads `path`; an empty path gives the defaults. Throws InputError.
+AgentConfig LoadAgentConfig(const std::string& path);
+
+}  // namespace accel::agent

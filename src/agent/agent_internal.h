@@ -1,0 +1,58 @@
+// Pieces of the node agent shared by agent.cc and its helpers; not part of the interface.
+#pragma once
+
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "agent/agent_config.h"
+#include "kube/node_labels.h"
+#include "telemetry/render.h"
+
+namespace accel::agent::internal {
+
+using Log = std::function<void(const std::string&)>;
+
+/// Render options for exporter.profile ("auto", "none", or a comma list of dcgm, amd, gaudi).
+/// Throws InputError(where, "exporter.profile", ...) on an unknown profile.
+telemetry::RenderOptions RenderOptionsForProfile(const std::string& profile,
+                                                 const std::string& where);
+
+/// $NODE_NAME (the DaemonSet sets it from spec.nodeName), else the host name.
+std::string NodeName();
+
+/// Applies mig.config (when mig.enabled and a config is named): writes the state file
+/// "pending", plans and executes, then "success" or "failed". Never throws: a failure is
+/// logged and the agent goes on with the GPUs as they are.
+void ApplyMigConfig(const AgentConfig& config, const Log& log);
+
+/// Rewrites the feature file every `interval` on its own thread (NFD may delete it, and an
+/// operator may wipe the directory), as long as the file's directory exists: else one log line
+/// per start and nothing is written. Thread-safe Stop; the destructor stops.
+class LabelWriter {
+ public:
+  LabelWriter(std::string path, kube::Labels labels, std::chrono::milliseconds interval, Log log);
+  ~LabelWriter();
+  /// Writes once now (so the labels exist when Start returns), then starts the thread.
+  void Start();
+  void Stop();
+
+ private:
+  void WriteOnce();
+  void Run();
+
+  std::string path_;
+  kube::Labels labels_;
+  std::chrono::milliseconds interval_;
+  Log log_;
+  bool directory_missing_logged_ = false;
+  bool error_logged_ = false;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace accel::agent::internal

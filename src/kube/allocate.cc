@@ -1,0 +1,174 @@
+// AllocateContainer: the ContainerAllocateResponse each vendor's own plugin would give
+// (NVIDIA internal/plugin/server.go getAllocateResponse, ROCm's Allocate, Habana's Allocate).
+//
+// Device node paths are computed, never probed: the plugin may run in a container whose /dev is
+// not the host's. Two consequences, both documented limits:
+//  * NVIDIA MIG devices get their parent /dev/nvidiaN but not the GI/CI capability nodes
+//    (/dev/nvidia-caps/nvidia-cap<N>): N comes from /proc/driver/nvidia/capabilities, which needs
+//    probing. The NVIDIA container runtime adds them from NVIDIA_VISIBLE_DEVICES / CDI anyway.
+//  * AMD card nodes are derived as /dev/dri/card<renderD minor − 128>: DRM numbers card and
+//    render nodes in the same order, which holds when every DRM device of the host has both (a
+//    BMC VGA device with a card node but no render node would shift the card numbers).
+#include "kube/allocate.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+
+namespace accel::kube {
+
+namespace {
+
+constexpr const char* kNvidiaVisible = "NVIDIA_VISIBLE_DEVICES";
+constexpr const char* kVolumeMountDir = "/var/run/nvidia-container-devices";
+constexpr const char* kCdiKind = "k8s.device-plugin.nvidia.com/gpu";
+constexpr int kFirstRenderMinor = 128;
+
+std::string JoinComma(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& item : items) out += (out.empty() ? "" : ",") + item;
+  return out;
+}
+
+// filepath.Join(root, path) for an absolute `path`.
+std::string UnderRoot(const std::string& root, const std::string& path) {
+  std::string r = root;
+  while (!r.empty() && r.back() == '/') r.pop_back();
+  return r + path;
+}
+
+// FNV-1a 64: the same request gives the same annotation key, so checkpoint replays match.
+std::string StableHash(const std::vector<std::string>& ids) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (const std::string& id : ids) {
+    for (unsigned char c : id + ",") h = (h ^ c) * 0x100000001b3ull;
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return hex;
+}
+
+// The requested units (NodeDevice indices), replicas reduced to their unit, first-seen order.
+std::vector<size_t> RequestedUnits(const PluginResource& resource,
+                                   const std::vector<NodeDevice>& devices,
+                                   const std::vector<std::string>& ids) {
+  std::string invalid = "invalid allocation request for \"" + resource.name + "\": ";
+  if (ids.empty()) throw AllocationError(invalid + "no devices requested");
+  if (resource.replicas > 1 && resource.fail_requests_greater_than_one && ids.size() > 1) {
+    throw AllocationError(invalid + "maximum request size for shared resources is 1; found " +
+                          std::to_string(ids.size()));
+  }
+  std::vector<size_t> units;
+  for (const std::string& id : ids) {
+    auto it = std::find_if(resource.devices.begin(), resource.devices.end(),
+                           [&](const AdvertisedDevice& a) { return a.id == id; });
+    if (it == resource.devices.end() || it->device >= devices.size()) {
+      throw AllocationError(invalid + "unknown device: " + id);
+    }
+    if (std::find(units.begin(), units.end(), it->device) == units.end()) {
+      units.push_back(it->device);
+    }
+  }
+  return units;
+}
+
+// UUID, or NVIDIA's index form: "<gpu>" for a whole GPU, "<gpu>:<mig>" for a MIG device.
+std::string NvidiaName(const NodeDevice& d, bool by_index) {
+  if (!by_index) return d.id;
+  return d.is_mig() ? std::to_string(d.index) + ":" + std::to_string(d.mig_index)
+                    : std::to_string(d.index);
+}
+
+void AddNode(ContainerAllocation* out, const std::string& path, const std::string& host_path) {
+  for (const DeviceNodeSpec& spec : out->devices) {
+    if (spec.container_path == path) return;
+  }
+  out->devices.push_back({path, host_path, "rw"});
+}
+
+void AllocateNvidia(const std::vector<NodeDevice>& devices, const std::vector<size_t>& units,
+                    const PluginConfig& config, ContainerAllocation* out) {
+  std::vector<std::string> names, unit_ids, cdi;
+  for (size_t u : units) {
+    names.push_back(NvidiaName(devices[u], config.device_id_index));
+    unit_ids.push_back(devices[u].id);
+    cdi.push_back(std::string(kCdiKind) + "=" + names.back());
+  }
+  auto uses = [&](DeviceListStrategy s) {
+    return std::find(config.device_list.begin(), config.device_list.end(), s) !=
+           config.device_list.end();
+  };
+  if (uses(DeviceListStrategy::kCdiAnnotations)) {
+    out->annotations[config.cdi_annotation_prefix + "accel-device-plugin_" +
+                     StableHash(unit_ids)] = JoinComma(cdi);
+  }
+  if (uses(DeviceListStrategy::kCdiCri)) out->cdi_devices = cdi;
+  // As NVIDIA's plugin: with CDI strategies only, the runtime needs nothing else.
+  if (!uses(DeviceListStrategy::kEnvvar) && !uses(DeviceListStrategy::kVolumeMounts)) return;
+  if (uses(DeviceListStrategy::kEnvvar)) out->envs[kNvidiaVisible] = JoinComma(names);
+  if (uses(DeviceListStrategy::kVolumeMounts)) {
+    out->envs[kNvidiaVisible] = kVolumeMountDir;
+    for (const std::string& name : names) {
+      out->mounts.push_back({std::string(kVolumeMountDir) + "/" + name, "/dev/null", true});
+    }
+  }
+  if (!config.pass_device_specs) return;
+  for (size_t u : units) {
+    if (devices[u].minor < 0) continue;  // unknown node: the runtime still has the env/CDI list
+    std::string path = "/dev/nvidia" + std::to_string(devices[u].minor);
+    AddNode(out, path, UnderRoot(config.dev_root, path));
+  }
+  for (const char* path : {"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"}) {
+    AddNode(out, path, UnderRoot(config.dev_root, path));
+  }
+}
+
+int RequireMinor(const PluginResource& resource, const NodeDevice& d, int lowest) {
+  if (d.minor < lowest) {
+    throw AllocationError("cannot allocate " + d.id + " of \"" + resource.name +
+                          "\": its device node is unknown");
+  }
+  return d.minor;
+}
+
+void AllocateAmd(const PluginResource& resource, const std::vector<NodeDevice>& devices,
+                 const std::vector<size_t>& units, ContainerAllocation* out) {
+  AddNode(out, "/dev/kfd", "/dev/kfd");
+  for (size_t u : units) {
+    int render = RequireMinor(resource, devices[u], kFirstRenderMinor);
+    std::string card = "/dev/dri/card" + std::to_string(render - kFirstRenderMinor);
+    std::string node = "/dev/dri/renderD" + std::to_string(render);
+    AddNode(out, card, card);
+    AddNode(out, node, node);
+  }
+}
+
+void AllocateGaudi(const PluginResource& resource, const std::vector<NodeDevice>& devices,
+                   const std::vector<size_t>& units, ContainerAllocation* out) {
+  std::vector<std::string> minors;
+  for (size_t u : units) {
+    std::string n = std::to_string(RequireMinor(resource, devices[u], 0));
+    minors.push_back(n);
+    AddNode(out, "/dev/accel/accel" + n, "/dev/accel/accel" + n);
+    AddNode(out, "/dev/accel/accel_controlD" + n, "/dev/accel/accel_controlD" + n);
+  }
+  out->envs["HABANA_VISIBLE_DEVICES"] = JoinComma(minors);
+}
+
+}  // namespace
+
+ContainerAllocation AllocateContainer(const PluginResource& resource,
+                                      const std::vector<NodeDevice>& devices,
+                                      const PluginConfig& config,
+                                      const std::vector<std::string>& ids) {
+  std::vector<size_t> units = RequestedUnits(resource, devices, ids);
+  ContainerAllocation out;
+  switch (resource.vendor) {
+    case devices::Vendor::kNvidia: AllocateNvidia(devices, units, config, &out); break;
+    case devices::Vendor::kAmd: AllocateAmd(resource, devices, units, &out); break;
+    case devices::Vendor::kHabana: AllocateGaudi(resource, devices, units, &out); break;
+  }
+  return out;
+}
+
+}  // namespace accel::kube

@@ -1,0 +1,60 @@
+// What a container gets for the devices the kubelet allocated, in each vendor's convention:
+// NVIDIA NVIDIA_VISIBLE_DEVICES or CDI (annotations / cdi_devices) and optional /dev/nvidia*
+// specs; AMD /dev/kfd plus the device's /dev/dri card and render nodes; Gaudi
+// HABANA_VISIBLE_DEVICES plus /dev/accel/accelN and accel_controlDN.
+//
+// Plain data and pure functions (device node paths are computed, not probed); thread-safe.
+#pragma once
+
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kube/node_devices.h"
+#include "kube/plugin_config.h"
+#include "kube/resources.h"
+
+namespace accel::kube {
+
+/// A mount of a host path into the container.
+struct MountSpec {
+  std::string container_path;
+  std::string host_path;
+  bool read_only = false;
+};
+
+/// A device node exposed to the container.
+struct DeviceNodeSpec {
+  std::string container_path;
+  std::string host_path;
+  /// Cgroup permissions, e.g. "rw", "rwm".
+  std::string permissions = "rw";
+};
+
+/// One ContainerAllocateResponse, vendor-neutral.
+struct ContainerAllocation {
+  std::map<std::string, std::string> envs;
+  std::map<std::string, std::string> annotations;
+  std::vector<MountSpec> mounts;
+  std::vector<DeviceNodeSpec> devices;
+  /// Fully qualified CDI names ("k8s.device-plugin.nvidia.com/gpu=GPU-…").
+  std::vector<std::string> cdi_devices;
+};
+
+/// A request the plugin refuses; the message is what the kubelet shows in the pod's
+/// UnexpectedAdmissionError. Maps to gRPC INVALID_ARGUMENT.
+class AllocationError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// The response for `ids` (advertised IDs of `resource`). Replica IDs are reduced to their
+/// unit and de-duplicated. Throws AllocationError for an unknown ID, or for more than one ID
+/// of a shared resource with fail_requests_greater_than_one.
+ContainerAllocation AllocateContainer(const PluginResource& resource,
+                                      const std::vector<NodeDevice>& devices,
+                                      const PluginConfig& config,
+                                      const std::vector<std::string>& ids);
+
+}  // namespace accel::kube

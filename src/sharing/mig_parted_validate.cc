@@ -1,0 +1,193 @@
+// What a mig-parted entry asks of each GPU model, and whether it can be built there.
+//
+// Profile names are resolved per model because they collide ("1g.10gb" is one memory slice on
+// H100-80GB but two on A100-40GB). Compute-instance profiles ("1c.3g.40gb") are packed into GIs
+// the way mig-parted creates them: largest CI first, reusing the last GI until it is full.
+#include <algorithm>
+#include <climits>
+
+#include "sharing/mig_parted_config.h"
+
+namespace accel::sharing {
+
+namespace {
+
+// GIs needed for CIs of sizes (C, count) inside GIs of `gi_slices` compute slices, largest C
+// first, each CI going into the last GI while it has room. Arithmetic, so huge counts are cheap.
+long long GpuInstancesFor(std::vector<std::pair<int, long long>> cis, int gi_slices) {
+  std::sort(cis.begin(), cis.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  long long gis = 0, room = 0;
+  for (auto [c, n] : cis) {
+    long long into_last = std::min(n, room / c);
+    n -= into_last;
+    room -= into_last * c;
+    if (n == 0) continue;
+    long long per_gi = gi_slices / c, rest = n % per_gi;
+    gis += n / per_gi + (rest ? 1 : 0);
+    room = gi_slices - (rest ? rest : per_gi) * c;
+  }
+  return gis;
+}
+
+std::string CountsText(const GpuModel& model, const std::vector<int>& counts) {
+  std::string out;
+  for (size_t p = 0; p < counts.size(); ++p) {
+    if (counts[p] == 0) continue;
+    out += (out.empty() ? "" : " + ") + std::to_string(counts[p]) + " x " + model.profiles[p].name;
+  }
+  return out;
+}
+
+// A layout that places the instances largest first at the first free allowed start (or, when
+// none is free, at the first allowed start anyway), so that ValidateLayout can name a concrete
+// conflict for a person.
+MigLayout GreedyLayout(const GpuModel& model, const std::vector<int>& counts) {
+  std::vector<int> order;
+  for (size_t p = 0; p < counts.size(); ++p) order.push_back(static_cast<int>(p));
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return model.profiles[a].memory_slices > model.profiles[b].memory_slices;
+  });
+  MigLayout layout;
+  uint32_t used = 0;
+  for (int p : order) {
+    const MigProfile& profile = model.profiles[p];
+    for (int k = 0; k < counts[p] && !profile.starts.empty(); ++k) {
+      int start = profile.starts.front();
+      for (int s : profile.starts) {
+        if ((used & SliceMask(s, profile.memory_slices)) == 0) {
+          start = s;
+          break;
+        }
+      }
+      used |= SliceMask(start, profile.memory_slices);
+      layout.push_back({p, start});
+    }
+  }
+  return layout;
+}
+
+// Why `counts` (each within max_count) cannot be placed on `model`; empty when it can.
+std::string FitProblem(const GpuModel& model, const std::vector<int>& counts) {
+  int media = 0, memory = 0;
+  for (size_t p = 0; p < counts.size(); ++p) {
+    const MigProfile& profile = model.profiles[p];
+    if (counts[p] > profile.max_count) {
+      return std::to_string(counts[p]) + " x " + profile.name + " exceeds the " +
+             std::to_string(profile.max_count) + " that fit on one " + model.name;
+    }
+    if (profile.media_extension) media += counts[p];
+    memory += counts[p] * profile.memory_slices;
+  }
+  std::string asked = CountsText(model, counts);
+  if (media > 1) {
+    return asked + " has " + std::to_string(media) +
+           " media-extension (+me) instances; a GPU has engines for only one";
+  }
+  if (memory > model.memory_slices) {
+    return asked + " needs " + std::to_string(memory) + " memory slices; " + model.name + " has " +
+           std::to_string(model.memory_slices);
+  }
+  if (LayoutForCounts(model, counts)) return "";
+  std::string why = "no placement of " + asked + " exists on " + model.name;
+  std::vector<LayoutProblem> problems = ValidateLayout(model, GreedyLayout(model, counts));
+  if (!problems.empty()) why += " (e.g. " + problems.front().message + ")";
+  return why;
+}
+
+std::string ProfileList(const MigConfigEntry& entry) {
+  std::string out;
+  for (const auto& [profile, count] : entry.mig_devices) {
+    if (count > 0) out += (out.empty() ? "" : ", ") + profile;
+  }
+  return out;
+}
+
+std::string FilterList(const MigConfigEntry& entry) {
+  std::string out;
+  for (const DeviceFilter& f : entry.device_filter) out += (out.empty() ? "" : ", ") + f.ToString();
+  return out;
+}
+
+}  // namespace
+
+std::optional<EntryOnModel> ResolveEntry(const MigConfigEntry& entry, const GpuModel& model,
+                                         std::string* why) {
+  std::vector<std::vector<std::pair<int, long long>>> cis(model.profiles.size());
+  for (const auto& [text, count] : entry.mig_devices) {
+    if (count <= 0) continue;  // mig-parted never looks a zero count up
+    std::string reason;
+    std::optional<ProfileName> name = ParseProfileName(text, &reason);
+    std::optional<int> index = name ? FindProfile(model, name->GpuInstanceName()) : std::nullopt;
+    if (name && !index) reason = model.name + " has no profile " + name->GpuInstanceName();
+    if (index) {
+      int gi_slices = model.profiles[*index].compute_slices;
+      if (name->compute_slices >= 1 && name->compute_slices <= gi_slices) {
+        cis[*index].emplace_back(name->compute_slices, count);
+        continue;
+      }
+      reason = text + ": a compute instance of " + std::to_string(name->compute_slices) +
+               " slices does not fit in a " + model.profiles[*index].name + " GPU instance";
+    }
+    if (why != nullptr) *why = reason;
+    return std::nullopt;
+  }
+  EntryOnModel out;
+  out.gpu_instances.assign(model.profiles.size(), 0);
+  for (size_t p = 0; p < cis.size(); ++p) {
+    if (cis[p].empty()) continue;
+    long long gis = GpuInstancesFor(cis[p], model.profiles[p].compute_slices);
+    out.gpu_instances[p] = static_cast<int>(std::min<long long>(gis, INT_MAX));
+  }
+  return out;
+}
+
+bool EntryMatchesModel(const MigConfigEntry& entry, const GpuModel& model) {
+  if (entry.device_filter.empty()) return true;
+  for (const DeviceFilter& f : entry.device_filter) {
+    if (std::find(model.pci_ids.begin(), model.pci_ids.end(), f.pci_id) != model.pci_ids.end()) return true;
+  }
+  return false;
+}
+
+std::vector<ConfigFinding> ValidateMigPartedConfig(const MigPartedConfig& config,
+                                                   const std::vector<const GpuModel*>& only_models) {
+  std::vector<const GpuModel*> scope = only_models;
+  if (scope.empty()) {
+    for (const GpuModel& m : MigCatalog()) scope.push_back(&m);
+  }
+  std::vector<ConfigFinding> findings;
+  for (const MigConfig& c : config.configs) {
+    for (size_t i = 0; i < c.entries.size(); ++i) {
+      const MigConfigEntry& entry = c.entries[i];
+      if (!entry.mig_enabled) continue;  // turning MIG off asks nothing of the geometry
+      auto report = [&](const std::string& model, const std::string& message) {
+        findings.push_back({c.name, static_cast<int>(i), entry.line, model, message});
+      };
+      bool filtered = !entry.device_filter.empty();
+      int matched = 0, resolved = 0;
+      for (const GpuModel* model : scope) {
+        if (!EntryMatchesModel(entry, *model)) continue;
+        ++matched;
+        std::string why;
+        std::optional<EntryOnModel> on = ResolveEntry(entry, *model, &why);
+        if (!on) {
+          // Without a filter, a model lacking the names is simply not one the entry is for.
+          if (filtered) report(model->name, why);
+          continue;
+        }
+        ++resolved;
+        std::string problem = FitProblem(*model, on->gpu_instances);
+        if (!problem.empty()) report(model->name, problem);
+      }
+      if (filtered && matched == 0 && only_models.empty()) {
+        report("", "device-filter " + FilterList(entry) + " selects no GPU model accel knows; not checked");
+      } else if (!filtered && resolved == 0) {
+        report("", "no GPU model" + std::string(only_models.empty() ? "" : " of those checked") +
+                       " has all of " + ProfileList(entry));
+      }
+    }
+  }
+  return findings;
+}
+
+}  // namespace accel::sharing
