@@ -1,4 +1,4 @@
-// BestDeviceSet is a branch-and-bound over "take device c / leave it" decisions. The objective is
+// BestDeviceSet is a branch and bound over "take device c / leave it" decisions. The objective is
 // compared as a tuple (set score, −degree sum, rank), where rank has bit 63−i set for each chosen
 // local position i: among equal-size sets of ascending indices, the lexicographically smaller
 // list has the larger rank, so every tie-break of the contract is part of one total order and
@@ -6,18 +6,19 @@
 //
 // Score bound for a node with r devices still to add from the remaining candidates R:
 //   2·(gain of the completion X) = Σ_{c∈X} (2·g(c) + Σ_{c'∈X\c} s(c,c'))
-//                                ≤ top-r over c∈R of (2·g(c) + best r−1 scores from c into R)
+//                                ≤ top-r over c∈R of v(c) = 2·g(c) + best r−1 scores from c into R
 // where g(c) is c's score to the devices already chosen. When the score bound only ties the
 // incumbent, the degree and rank parts are bounded by the r smallest degrees and the r lowest
-// positions left in R.
+// positions left in R. A candidate outside the top r can only replace the r-th, so those whose
+// v(c) cannot make up the difference are dropped from R (which tightens the others' v: repeat).
+// With one device left to add, the best candidate is taken directly. The first dive takes the
+// best v each time, a greedy set that makes pruning effective from the start.
 #include "kube/device_set.h"
 
 #include <algorithm>
 #include <bit>
 #include <cstdint>
 #include <functional>
-#include <limits>
-#include <map>
 #include <optional>
 
 namespace accel::kube {
@@ -72,23 +73,28 @@ std::optional<Problem> Prepare(const devices::Interconnect& ic, const std::vecto
     p.required |= Bit(static_cast<int>(it - p.ids.begin()));
   }
   if (!matrices) return p;
-  p.score.assign(p.m * p.m, 0);
-  p.degree.assign(p.m, 0);
-  p.partners.reserve(p.m * (p.m - 1));
-  for (int a = 0; a < p.m; ++a) {
-    for (int b = 0; b < p.m; ++b) {
-      p.score[a * p.m + b] = ic.PairScore(p.ids[a], p.ids[b]);
-      p.degree[a] += p.score[a * p.m + b];
+  int m = p.m;
+  p.score.assign(m * m, 0);
+  p.degree.assign(m, 0);
+  for (int a = 0; a < m; ++a)
+    for (int b = a + 1; b < m; ++b)
+      p.score[a * m + b] = p.score[b * m + a] = ic.PairScore(p.ids[a], p.ids[b]);
+  // Row a of partners: the others by score to a, descending, ties by position. Placed by
+  // counting who precedes whom: branch-free, where a comparison sort mispredicts throughout.
+  p.partners.assign(m * (m - 1), 0);
+  p.partner_score.assign(m * (m - 1), 0);
+  for (int a = 0; a < m; ++a) {
+    const int* row = &p.score[a * m];
+    for (int b = 0; b < m; ++b) {
+      p.degree[a] += row[b];
+      if (b == a) continue;
+      int before = 0;
+      for (int x = 0; x < m; ++x)
+        before += (x != a) & ((row[x] > row[b]) | ((row[x] == row[b]) & (x < b)));
+      p.partners[a * (m - 1) + before] = b;
+      p.partner_score[a * (m - 1) + before] = row[b];
     }
-    auto row_begin = p.partners.end();
-    for (int b = 0; b < p.m; ++b)
-      if (b != a) p.partners.push_back(b);
-    const int* row = &p.score[a * p.m];
-    std::sort(row_begin, p.partners.end(),
-              [row](int x, int y) { return row[x] != row[y] ? row[x] > row[y] : x < y; });
   }
-  for (int at = 0; at < p.m * (p.m - 1); ++at)
-    p.partner_score.push_back(p.score[(at / (p.m - 1)) * p.m + p.partners[at]]);
   return p;
 }
 
@@ -104,77 +110,11 @@ Key Evaluate(const Problem& p, uint64_t mask) {
   return key;
 }
 
-// Greedy: from the required devices, add the device with the largest score to those chosen
-// (then the smaller degree, then the lower position) until `size`.
-uint64_t Greedy(const Problem& p) {
-  uint64_t mask = p.required;
-  std::vector<int64_t> gain(p.m, 0);
-  for (int x = 0; x < p.m; ++x)
-    for (int i = 0; i < p.m; ++i)
-      if (mask & Bit(i)) gain[x] += p.score[x * p.m + i];
-  while (std::popcount(mask) < p.size) {
-    int pick = -1;
-    for (int c = 0; c < p.m; ++c) {
-      if (mask & Bit(c)) continue;
-      if (pick < 0 || gain[c] > gain[pick] ||
-          (gain[c] == gain[pick] && p.degree[c] < p.degree[pick]))
-        pick = c;
-    }
-    mask |= Bit(pick);
-    for (int x = 0; x < p.m; ++x) gain[x] += p.score[x * p.m + pick];
-  }
-  return mask;
-}
-
-// Batcher's odd-even merge sort for 16 inputs (63 comparators): the bound's top-r sums sort
-// at most 16 values per node, without the unpredictable branches of a comparison sort.
-struct SortingNetwork {
-  int size = 0;
-  int pairs[64][2] = {};
-};
-constexpr SortingNetwork Batcher16() {
-  SortingNetwork net;
-  constexpr int n = 16;
-  for (int p = 1; p < n; p *= 2)
-    for (int k = p; k >= 1; k /= 2)
-      for (int j = k % p; j + k < n; j += 2 * k)
-        for (int i = 0; i < k && i + j + k < n; ++i)
-          if ((i + j) / (2 * p) == (i + j + k) / (2 * p)) {
-            net.pairs[net.size][0] = i + j;
-            net.pairs[net.size][1] = i + j + k;
-            ++net.size;
-          }
-  return net;
-}
-constexpr SortingNetwork kSort16 = Batcher16();
-static_assert(kSort16.size == 63);
-
-// Sum of the `r` largest of values[0..count); values is scratch of at least 16 entries.
-int64_t SumOfLargest(int64_t* values, int count, int r) {
-  if (count <= 16) {
-    for (int i = count; i < 16; ++i) values[i] = std::numeric_limits<int64_t>::min();
-    for (int c = 0; c < kSort16.size; ++c) {
-      int64_t& a = values[kSort16.pairs[c][0]];
-      int64_t& b = values[kSort16.pairs[c][1]];
-      int64_t high = std::max(a, b), low = std::min(a, b);
-      a = high, b = low;
-    }
-  } else {
-    std::nth_element(values, values + (r - 1), values + count, std::greater<>());
-  }
-  int64_t sum = 0;
-  for (int i = 0; i < r; ++i) sum += values[i];
-  return sum;
-}
-
 class Search {
  public:
   Search(const Problem& p, int64_t node_budget)
       : p_(p), budget_(node_budget), gain_((p.size + 2) * p.m, 0),
-        values_(std::max(p.m, 16)) {}
-
-  // Starts from a known set, so pruning starts at once.
-  void Seed(uint64_t mask) { Offer(mask, Evaluate(p_, mask)); }
+        values_(p.m), value_of_(p.m) {}
 
   // Returns the best mask found (optimal when the budget was not exhausted).
   uint64_t Run() {
@@ -218,25 +158,37 @@ class Search {
     if (left < r) return;
     const int64_t* gain = &gain_[k * p_.m];
     if (left == r) return TakeAll(chosen, rest, score, degree, rank, gain);
+    if (r == 1) return TakeBestOne(chosen, rest, score, degree, rank, gain);
 
-    // Per-candidate value (see the file comment) and the candidate to branch on.
-    int count = 0, pick = -1;
-    int64_t pick_value = 0;
+    // Per-candidate values (see the file comment); dropping candidates tightens the others'
+    // values, so repeat until none is dropped.
+    for (;;) {
+      int count = 0;
+      for (uint64_t bits = rest; bits; bits &= bits - 1) {
+        int c = std::countr_zero(bits);
+        value_of_[c] = values_[count++] = Value(c, gain[c], rest, r);
+      }
+      if (!found_) break;
+      std::nth_element(values_.begin(), values_.begin() + (r - 1), values_.begin() + count,
+                       std::greater<>());
+      int64_t top = 0;
+      for (int i = 0; i < r; ++i) top += values_[i];
+      if (!MayBeat(rest, score, degree, rank, r, 2 * score + top)) return;
+      // A candidate outside the top r enters a completion only in place of one of them, at
+      // best of the r-th: drop those that cannot then beat the incumbent's score.
+      int64_t need = 2 * best_.score - 2 * score - top + values_[r - 1];
+      uint64_t kept = rest;
+      for (uint64_t bits = rest; bits; bits &= bits - 1)
+        if (value_of_[std::countr_zero(bits)] < need) kept &= ~Bit(std::countr_zero(bits));
+      if (kept == rest) break;
+      rest = kept;
+      if (std::popcount(rest) == r) return TakeAll(chosen, rest, score, degree, rank, gain);
+    }
+    int pick = -1;
     for (uint64_t bits = rest; bits; bits &= bits - 1) {
       int c = std::countr_zero(bits);
-      int64_t value = 2 * gain[c];
-      // Branch-free: which partners are left is unpredictable. rest holds ≥ r besides c.
-      const int* partner = &p_.partners[c * (p_.m - 1)];
-      const int64_t* partner_score = &p_.partner_score[c * (p_.m - 1)];
-      for (int taken = 0, i = 0; taken < r - 1; ++i) {
-        int64_t left_too = (rest >> partner[i]) & 1;
-        value += partner_score[i] * left_too;
-        taken += static_cast<int>(left_too);
-      }
-      values_[count++] = value;
-      if (pick < 0 || value > pick_value) pick = c, pick_value = value;
+      if (pick < 0 || value_of_[c] > value_of_[pick]) pick = c;
     }
-    if (found_ && !MayBeat(rest, score, degree, rank, r, count)) return;
 
     int64_t* next = &gain_[(k + 1) * p_.m];
     for (int c = 0; c < p_.m; ++c) next[c] = gain[c] + S(c, pick);
@@ -245,9 +197,23 @@ class Search {
     Visit(chosen, rest & ~Bit(pick), score, degree, rank, k);
   }
 
-  // values_[0..count) hold the per-candidate values of the node.
-  bool MayBeat(uint64_t rest, int64_t score, int64_t degree, uint64_t rank, int r, int count) {
-    int64_t bound2 = 2 * score + SumOfLargest(values_.data(), count, r);
+  // 2·gain of c plus its r−1 best scores into rest (c excluded); rest holds ≥ r besides c.
+  int64_t Value(int c, int64_t gain, uint64_t rest, int r) const {
+    int64_t value = 2 * gain;
+    // Branch-free: which partners are left is unpredictable.
+    const int* partner = &p_.partners[c * (p_.m - 1)];
+    const int64_t* partner_score = &p_.partner_score[c * (p_.m - 1)];
+    for (int taken = 0, i = 0; taken < r - 1; ++i) {
+      int64_t left_too = (rest >> partner[i]) & 1;
+      value += partner_score[i] * left_too;
+      taken += static_cast<int>(left_too);
+    }
+    return value;
+  }
+
+  // Whether a completion of the node may beat the incumbent, given twice its score bound.
+  bool MayBeat(uint64_t rest, int64_t score, int64_t degree, uint64_t rank, int r,
+               int64_t bound2) {
     if (bound2 != 2 * best_.score) return bound2 > 2 * best_.score;
     int64_t smallest[kMaxDevices];
     int left = 0;
@@ -261,6 +227,19 @@ class Search {
     int64_t least_degree = degree;
     for (int i = 0; i < r; ++i) least_degree += smallest[i];
     return best_ < Key{best_.score, -least_degree, best_rank};
+  }
+
+  // One device to add: each candidate's key is exact, so the best of them is the answer here.
+  void TakeBestOne(uint64_t chosen, uint64_t rest, int64_t score, int64_t degree, uint64_t rank,
+                   const int64_t* gain) {
+    int pick = std::countr_zero(rest);
+    for (uint64_t bits = rest & (rest - 1); bits; bits &= bits - 1) {
+      int c = std::countr_zero(bits);  // higher position: wins only on score, then degree
+      if (gain[c] > gain[pick] || (gain[c] == gain[pick] && p_.degree[c] < p_.degree[pick]))
+        pick = c;
+    }
+    Offer(chosen | Bit(pick),
+          {score + gain[pick], -(degree + p_.degree[pick]), rank | RankBit(pick)});
   }
 
   void TakeAll(uint64_t chosen, uint64_t rest, int64_t score, int64_t degree, uint64_t rank,
@@ -280,7 +259,8 @@ class Search {
   int64_t budget_;
   int64_t nodes_ = 0;
   std::vector<int64_t> gain_;    // per number of chosen devices: each device's score to them
-  std::vector<int64_t> values_;  // scratch for the bound
+  std::vector<int64_t> values_;    // scratch for the bound: the node's values, reordered
+  std::vector<int64_t> value_of_;  // scratch: the node's value per device
   bool found_ = false;
   Key best_;
   uint64_t best_mask_ = 0;
@@ -333,9 +313,7 @@ std::vector<int> BestDeviceSet(const devices::Interconnect& interconnect,
   if (!p) return {};
   if (std::popcount(p->required) == size) return Indices(*p, p->required);
   bool exact = p->m <= kExactLimit;
-  Search search(*p, exact ? 0 : kHeuristicNodes);
-  search.Seed(Polish(*p, Greedy(*p)));
-  uint64_t mask = search.Run();
+  uint64_t mask = Search(*p, exact ? 0 : kHeuristicNodes).Run();
   if (!exact) mask = Polish(*p, mask);
   return Indices(*p, mask);
 }
@@ -377,57 +355,6 @@ std::vector<int> BestDeviceSetExhaustive(const devices::Interconnect& interconne
   std::vector<int> set;
   walk(0, set);
   return best;
-}
-
-std::vector<std::string> PickReplicas(const std::vector<ReplicaCandidate>& available,
-                                      const std::vector<std::string>& required, int size,
-                                      int total_replicas, ReplicaPolicy policy) {
-  if (size <= 0 || static_cast<int>(required.size()) > size) return {};
-  struct Physical {
-    int available = 0;
-    int picked = 0;
-    std::vector<std::string> free;  // replica ids not yet picked
-  };
-  std::map<std::string, Physical> physicals;
-  std::map<std::string, std::string> physical_of;
-  for (const ReplicaCandidate& c : available) {
-    if (!physical_of.emplace(c.id, c.physical).second) continue;
-    Physical& ph = physicals[c.physical];
-    ++ph.available;
-    ph.free.push_back(c.id);
-  }
-  if (static_cast<int>(physical_of.size()) < size) return {};
-
-  std::vector<std::string> picks;
-  auto take = [&](std::string id) {  // a copy: `id` may be the element erased below
-    Physical& ph = physicals[physical_of[id]];
-    ph.free.erase(std::find(ph.free.begin(), ph.free.end(), id));
-    ++ph.picked;
-    picks.push_back(id);
-  };
-  for (const std::string& id : required) {
-    if (!physical_of.count(id)) return {};
-    if (std::find(picks.begin(), picks.end(), id) == picks.end()) take(id);
-  }
-  // "::2" before "::10": ids of one physical device differ only in the replica number.
-  auto replica_order = [](const std::string& a, const std::string& b) {
-    return a.size() != b.size() ? a.size() < b.size() : a < b;
-  };
-  while (static_cast<int>(picks.size()) < size) {
-    const Physical* chosen = nullptr;
-    int chosen_in_use = 0;
-    for (const auto& [name, ph] : physicals) {  // by physical id, so the first wins ties
-      if (ph.free.empty()) continue;
-      int in_use = std::max(0, total_replicas - ph.available) + ph.picked;
-      bool better = !chosen ||
-                    (policy == ReplicaPolicy::kDistributed ? in_use < chosen_in_use
-                                                           : in_use > chosen_in_use) ||
-                    (in_use == chosen_in_use && ph.picked < chosen->picked);
-      if (better) chosen = &ph, chosen_in_use = in_use;
-    }
-    take(*std::min_element(chosen->free.begin(), chosen->free.end(), replica_order));
-  }
-  return picks;
 }
 
 }  // namespace accel::kube
