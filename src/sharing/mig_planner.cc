@@ -63,6 +63,9 @@ MigPartedConfig PlanToMigPartedConfig(const Fleet& fleet, const Plan& plan,
     MigConfigEntry entry;
     entry.all_devices = false;
     entry.devices = {gpu.index};
+    // The GPU's own model's PCI ids, so the config says which model its profile names mean
+    // (1g.10gb is one memory slice on an 80 GB part, two on an A100 40GB) and validates alone.
+    for (uint32_t id : gpu.model->pci_ids) entry.device_filter.push_back(DeviceFilter{id, {}});
     entry.mig_enabled = gpu.mig_enabled || gp.changed;
     if (entry.mig_enabled) {
       const std::vector<int> counts = ProfileCounts(*gpu.model, gp.target);
