@@ -16,9 +16,9 @@ struct RunResult {
   std::string output;   ///< stdout (and stderr when merged)
 };
 
-/// Runs `accel <args>` through the shell; stderr is merged into output when merge_stderr.
-inline RunResult RunAccel(const std::string& args, bool merge_stderr = true) {
-  std::string cmd = std::string(ACCEL_BINARY) + " " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null");
+/// Runs a shell command line; returns its exit status and stdout (with stderr when the command
+/// redirects it there).
+inline RunResult RunShellCapture(const std::string& cmd) {
   RunResult r;
   FILE* pipe = popen(cmd.c_str(), "r");
   if (!pipe) return r;
@@ -28,6 +28,12 @@ inline RunResult RunAccel(const std::string& args, bool merge_stderr = true) {
   int status = pclose(pipe);
   if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
   return r;
+}
+
+/// Runs `accel <args>` through the shell; stderr is merged into output when merge_stderr.
+inline RunResult RunAccel(const std::string& args, bool merge_stderr = true) {
+  return RunShellCapture(std::string(ACCEL_BINARY) + " " + args +
+                         (merge_stderr ? " 2>&1" : " 2>/dev/null"));
 }
 
 /// Runs a shell command line; returns its exit status (-1 when it did not exit normally).

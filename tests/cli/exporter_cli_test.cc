@@ -20,18 +20,6 @@ namespace {
 
 using nlohmann::json;
 
-/// Runs a shell command line; returns its exit status and stdout (with stderr if the command
-/// redirects it).
-RunResult RunShell(const std::string& cmd) {
-  RunResult r;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) r.output.append(buf, n);
-  int status = pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
 class ExporterCli : public ::testing::Test {
  protected:
   void SetUp() override { dir_ = FreshDir("exporter"); }
@@ -85,7 +73,7 @@ TEST_F(ExporterCli, BadFlagsExitTwoWithTheFix) {
 
 TEST_F(ExporterCli, MalformedFakeConfigIsRefusedAtStart) {
   std::ofstream(dir_ / "bad.json") << R"({"devices": [{"uuid": 7}]})";
-  RunResult r = RunShell("FAKE_NVML_CONFIG=" + (dir_ / "bad.json").string() + " " + ACCEL_BINARY +
+  RunResult r = RunShellCapture("FAKE_NVML_CONFIG=" + (dir_ / "bad.json").string() + " " + ACCEL_BINARY +
                          " exporter --once" + Fake() + " 2>&1");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("bad.json"), std::string::npos) << r.output;
@@ -93,7 +81,7 @@ TEST_F(ExporterCli, MalformedFakeConfigIsRefusedAtStart) {
 }
 
 TEST_F(ExporterCli, OncePrintsEveryProfileForTheFakeGpus) {
-  RunResult r = RunShell(Config(TwoGpus()) + ACCEL_BINARY + " exporter --once --topology " +
+  RunResult r = RunShellCapture(Config(TwoGpus()) + ACCEL_BINARY + " exporter --once --topology " +
                          Src("fixtures/hosts/hgx-h100.json") + Fake() + " 2>/dev/null");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("# TYPE DCGM_FI_DEV_GPU_TEMP gauge"), std::string::npos);
@@ -111,7 +99,7 @@ TEST_F(ExporterCli, OncePrintsEveryProfileForTheFakeGpus) {
 
 /// Runs `accel exporter --once <args>` on TwoGpus and pipes the exposition to promtool.
 int PromtoolCheck(const std::string& env, const std::string& args, std::string* output) {
-  RunResult r = RunShell(env + ACCEL_BINARY + " exporter --once --topology none" + args +
+  RunResult r = RunShellCapture(env + ACCEL_BINARY + " exporter --once --topology none" + args +
                          " 2>/dev/null | /usr/bin/promtool check metrics 2>&1");
   *output = r.output;
   return r.exit_code;
@@ -192,7 +180,7 @@ TEST_F(ExporterCli, PortInUseExitsTwo) {
   httplib::Server blocker;
   int port = blocker.bind_to_any_port("127.0.0.1");
   std::thread t([&] { blocker.listen_after_bind(); });
-  RunResult r = RunShell(env + ACCEL_BINARY + " exporter --topology none --web.listen-address 127.0.0.1:" +
+  RunResult r = RunShellCapture(env + ACCEL_BINARY + " exporter --topology none --web.listen-address 127.0.0.1:" +
                          std::to_string(port) + Fake() + " 2>&1");
   blocker.stop();
   t.join();

@@ -15,17 +15,6 @@
 namespace accel::cli::testing {
 namespace {
 
-/// Runs a shell command line; returns its exit status and stdout.
-RunResult RunServeShell(const std::string& cmd) {
-  RunResult r;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) r.output.append(buf, n);
-  int status = pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
 class ServeCli : public ::testing::Test {
  protected:
   void SetUp() override { dir_ = FreshDir("serve"); }
@@ -63,7 +52,7 @@ TEST_F(ServeCli, OncePrintsWhatTheNodeServes) {
   std::string config = Agent(
       "devicePlugin:\n  config:\n    flags: {migStrategy: mixed}\n"
       "    pluginDir: " + (dir_ / "no-kubelet").string() + "\n");
-  RunResult r = RunServeShell(Env() + ACCEL_BINARY + " serve --once --config " + config + Lib() + " 2>/dev/null");
+  RunResult r = RunShellCapture(Env() + ACCEL_BINARY + " serve --once --config " + config + Lib() + " 2>/dev/null");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("devices: 36"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("  nvidia.com/gpu: 4"), std::string::npos) << r.output;
@@ -90,7 +79,7 @@ TEST_F(ServeCli, BadConfigExitsTwoAndRegistersNothing) {
   };
   for (const Case& c : cases) {
     std::string config = Agent(c.yaml);
-    RunResult r = RunServeShell(Env() + ACCEL_BINARY + " serve --once --config " + config + Lib() + " 2>&1");
+    RunResult r = RunShellCapture(Env() + ACCEL_BINARY + " serve --once --config " + config + Lib() + " 2>&1");
     EXPECT_EQ(r.exit_code, 2) << c.yaml << r.output;
     EXPECT_NE(r.output.find(c.message), std::string::npos) << c.yaml << " -> " << r.output;
     EXPECT_TRUE(std::filesystem::is_empty(dir_ / "dp"));
