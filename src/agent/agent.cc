@@ -89,7 +89,7 @@ std::unique_ptr<Running> Agent::Impl::Build(const AgentConfig& config) {
   telemetry::CollectorOptions copts;
   copts.render = internal::RenderOptionsForProfile(config.exporter.profile, "agent config");
   copts.interval = config.exporter.collect_interval;
-  copts.hostname = internal::NodeName();
+  copts.hostname = telemetry::NodeName();
   if (PathExists(config.exporter.pod_resources_socket)) {
     copts.pod_resources_socket = config.exporter.pod_resources_socket;
   }

@@ -20,8 +20,6 @@ using Log = std::function<void(const std::string&)>;
 telemetry::RenderOptions RenderOptionsForProfile(const std::string& profile,
                                                  const std::string& where);
 
-/// $NODE_NAME (the DaemonSet sets it from spec.nodeName), else the host name.
-std::string NodeName();
 
 /// Applies mig.config (when mig.enabled and a config is named): writes the state file
 /// "pending", plans and executes, then "success" or "failed". Never throws: a failure is

@@ -40,13 +40,6 @@ telemetry::RenderOptions RenderOptionsForProfile(const std::string& profile,
   return r;
 }
 
-std::string NodeName() {
-  if (const char* n = std::getenv("NODE_NAME"); n && *n) return n;
-  char buf[256] = {};
-  gethostname(buf, sizeof buf - 1);
-  return buf;
-}
-
 namespace {
 
 void WriteState(const MigSection& mig, sharing::MigConfigState state, const Log& log) {

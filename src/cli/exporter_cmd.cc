@@ -89,13 +89,6 @@ telemetry::RenderOptions RenderOptionsFrom(const ExporterOptions& o) {
   return r;
 }
 
-std::string NodeName() {
-  if (const char* n = std::getenv("NODE_NAME"); n && *n) return n;
-  char buf[256] = {};
-  gethostname(buf, sizeof buf - 1);
-  return buf;
-}
-
 bool SocketExists(const std::string& path) {
   struct stat st;
   return stat(path.c_str(), &st) == 0;
@@ -151,7 +144,7 @@ int RunExporter(const ExporterOptions& o) {
     copts.interval = telemetry::ParseDuration(o.interval, "--collect-interval");
     if (!o.stale_after.empty()) copts.stale_after = telemetry::ParseDuration(o.stale_after, "--stale-after");
     copts.pod_refresh_interval = telemetry::ParseDuration(o.pod_refresh, "--pod-refresh-interval");
-    copts.hostname = NodeName();
+    copts.hostname = telemetry::NodeName();
     if (!o.no_kubernetes && (o.kubernetes || SocketExists(o.pod_socket))) {
       copts.pod_resources_socket = o.pod_socket;
     }

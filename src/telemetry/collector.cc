@@ -1,7 +1,10 @@
 #include "telemetry/collector.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <map>
 
 #include "common/error.h"
@@ -292,6 +295,13 @@ std::chrono::milliseconds ParseDuration(const std::string& text, const std::stri
                      "write e.g. 500ms, 5s or 2m; a bare number means milliseconds");
   }
   return milliseconds(value * scale);
+}
+
+std::string NodeName() {
+  if (const char* n = std::getenv("NODE_NAME"); n && *n) return n;
+  char buf[256] = {};
+  gethostname(buf, sizeof buf - 1);
+  return buf;
 }
 
 }  // namespace accel::telemetry

@@ -120,6 +120,10 @@ class Collector {
   std::unique_ptr<kube::PodResourcesClient> pod_client_;
 };
 
+/// The node name for hostname labels: $NODE_NAME (a DaemonSet sets it from the downward API),
+/// else gethostname().
+std::string NodeName();
+
 /// Parses a duration flag: "500ms", "5s", "2m", or a bare number of milliseconds (dcgm-exporter's
 /// -c convention). Throws InputError(where=flag) on anything else or on zero/negative.
 std::chrono::milliseconds ParseDuration(const std::string& text, const std::string& flag);
