@@ -142,14 +142,17 @@ std::vector<GpuModel> BuildCatalog() {
        hopper_ids,
        {10.75, 10.75, 21.62, 21.62, 46.38, 46.38, 93.12},
        true}));
-  // IDs 19/20/14/0 come from a third-party fixture only; placements are inferred.
+  // Measured on an H200 SXM (0x233510DE, driver 580.159.04, 2026-11-30) through NVML with MIG
+  // mode off: nvmlDeviceGetGpuInstanceProfileInfo gave these IDs and memorySizeMB (16384,
+  // 16384, 33280, 33280, 71424, 71424, 143360), and GetGpuInstancePossiblePlacements_v2 gave
+  // exactly the placements of the eight-slice geometry. See docs/hardware-checks.md.
   c.push_back(EightSliceModel(
       "H200-SXM5-141GB", {"H200-141GB", "H200 NVL", "NVIDIA H200", "NVIDIA H200 NVL"},
       {0x233510DE, 0x233B10DE}, "R550 (>=550.90.07)",
       {{"1g.18gb", "1g.18gb+me", "1g.35gb", "2g.35gb", "3g.71gb", "4g.71gb", "7g.141gb"},
-       {19, 20, kUnknown, 14, kUnknown, kUnknown, 0},
-       unknown_gib,
-       false}));
+       hopper_ids,
+       {16.0, 16.0, 32.5, 32.5, 69.75, 69.75, 140.0},
+       true}));
   // H100 96GB, H20 and PG506 share these names in mig-parted's default config.
   c.push_back(EightSliceModel(
       "GH200-96GB",
