@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 
 PACKAGES=(g++ cmake ninja-build pkg-config python3
   libhwloc-dev hwloc nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libsqlite3-dev
-  libgtest-dev libgmock-dev libbenchmark-dev libvirt-clients libxml2-utils
+  libgtest-dev libgmock-dev libbenchmark-dev libvirt-clients libxml2-utils libxml2-dev
   clang libclang-rt-14-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   libcpp-httplib-dev libssl-dev libcrypt-dev prometheus)

@@ -12,8 +12,10 @@
 #include "agent/agent_internal.h"
 #include "common/error.h"
 #include "devices/interconnect.h"
+#include "devices/nvml_links.h"
 #include "devices/open_backends.h"
 #include "devices/topology_join.h"
+#include "topology/host_json.h"
 #include "kube/device_health.h"
 #include "kube/plugin_server.h"
 #include "kube/resources.h"
@@ -51,6 +53,48 @@ std::vector<std::string> PhysicalAddresses(const std::vector<kube::NodeDevice>& 
     if (!d.pci_address.empty() && seen.insert(d.pci_address).second) out.push_back(d.pci_address);
   }
   return out;
+}
+
+/// Pairs among `positions` of `interconnect` with at least one link.
+int LinkedPairs(const devices::Interconnect& interconnect, const std::vector<size_t>& positions) {
+  int pairs = 0;
+  for (size_t a = 0; a < positions.size(); ++a) {
+    for (size_t b = a + 1; b < positions.size(); ++b) {
+      pairs += interconnect.links[positions[a] * interconnect.size() + positions[b]] > 0;
+    }
+  }
+  return pairs;
+}
+
+/// Adds the NVIDIA GPUs' NVLink / NVSwitch links (from NVML) to `interconnect`, so preferred
+/// allocation favours linked GPUs; one log line says what was found.
+void AddNvlinkPeers(const std::vector<std::unique_ptr<devices::DeviceBackend>>& backends,
+                    const std::vector<kube::NodeDevice>& devices,
+                    devices::Interconnect* interconnect, const internal::Log& log) {
+  const devices::DeviceBackend* nvml = nullptr;
+  for (const auto& b : backends) {
+    if (b->vendor() == devices::Vendor::kNvidia) nvml = b.get();
+  }
+  std::set<std::string> gpus;
+  for (const auto& d : devices) {
+    if (d.vendor == devices::Vendor::kNvidia) gpus.insert(d.pci_address);
+  }
+  std::vector<std::string> addresses;  // the NVIDIA part of interconnect->devices
+  std::vector<size_t> positions;
+  for (size_t i = 0; i < interconnect->size(); ++i) {
+    if (!gpus.count(interconnect->devices[i])) continue;
+    addresses.push_back(interconnect->devices[i]);
+    positions.push_back(i);
+  }
+  if (!nvml || addresses.empty()) return;
+  auto found = devices::ReadNvmlPeerLinks(nvml->library_path(), addresses);
+  std::vector<std::vector<devices::PeerLink>> links(interconnect->size());
+  for (size_t k = 0; k < positions.size(); ++k) links[positions[k]] = std::move(found[k]);
+  devices::AddPeerLinks(*interconnect, links);
+  int pairs = LinkedPairs(*interconnect, positions);
+  log("interconnect: " + std::to_string(pairs) + " NVLink-connected GPU pair(s) among " +
+      std::to_string(addresses.size()) + " GPU(s)" +
+      (interconnect->nvswitch ? ", through NVSwitch" : pairs ? "" : "; PCIe only"));
 }
 
 }  // namespace
@@ -110,6 +154,7 @@ std::unique_ptr<Running> Agent::Impl::Build(const AgentConfig& config) {
   r->resources = kube::BuildResources(r->devices, config.device_plugin.config);
   r->labels = kube::NodeLabels(r->devices, config.device_plugin.config, r->resources, r->host);
   r->interconnect = devices::PcieInterconnect(r->host, PhysicalAddresses(r->devices));
+  AddNvlinkPeers(backends, r->devices, &r->interconnect, log);
   r->health = std::make_unique<kube::DeviceHealth>(r->devices, config.device_plugin.config.health);
 
   // The collector is the only reader of the devices and their events: health rides on it.
@@ -147,6 +192,9 @@ void Agent::Impl::StartServing(Running* r) {
     telemetry::Collector* c = r->collector.get();
     r->server = std::make_unique<telemetry::MetricsServer>(
         web, [c] { return c->exposition(); }, [] { return true; });
+    // The host as every accel layer sees it, so a node with no accelerator still answers
+    // something useful (and fleet tools can read NUMA/PCI facts without ssh).
+    r->server->AddPage("/topology", "application/json", topology::ToJson(r->host));
     r->server->Start(address);
     telemetry::ListenAddress bound = address;
     bound.port = r->server->port();

@@ -3,7 +3,6 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <sstream>
 #include <vector>
 
 #include "agent/agent_internal.h"
@@ -12,32 +11,13 @@
 #include "devices/mig_control.h"
 #include "sharing/mig_apply.h"
 #include "sharing/mig_parted_config.h"
+#include "telemetry/render_profile.h"
 
 namespace accel::agent::internal {
 
 telemetry::RenderOptions RenderOptionsForProfile(const std::string& profile,
                                                  const std::string& where) {
-  std::vector<std::string> profiles;
-  std::stringstream in(profile);
-  for (std::string item; std::getline(in, item, ',');) {
-    if (item.empty()) continue;
-    if (item != "auto" && item != "dcgm" && item != "amd" && item != "gaudi" && item != "none") {
-      throw InputError(where, "exporter.profile", "unknown profile '" + item + "'",
-                       "use auto, none, or a comma list of dcgm, amd, gaudi");
-    }
-    profiles.push_back(item);
-  }
-  auto has = [&](const char* p) {
-    for (const auto& x : profiles) if (x == p) return true;
-    return false;
-  };
-  telemetry::RenderOptions r;
-  bool automatic = profiles.empty() || has("auto");
-  r.dcgm = automatic || has("dcgm");
-  r.amd = automatic || has("amd");
-  r.gaudi = automatic || has("gaudi");
-  if (has("none")) r.dcgm = r.amd = r.gaudi = false;
-  return r;
+  return telemetry::RenderOptionsForProfile(profile, where, "exporter.profile");
 }
 
 namespace {

@@ -13,8 +13,14 @@ void RegisterClaims(CLI::App& app, int* exit_code);   ///< accel claims, accel r
 void RegisterExporter(CLI::App& app, int* exit_code); ///< accel exporter
 void RegisterMig(CLI::App& app, int* exit_code);      ///< accel mig ...
 void RegisterServe(CLI::App& app, int* exit_code);    ///< accel serve (node agent)
+void RegisterFabric(CLI::App& app, int* exit_code);   ///< accel fabric matrix|pairs|...
+void RegisterDoctor(CLI::App& app, int* exit_code);   ///< accel doctor
+void RegisterTune(CLI::App& app, int* exit_code);     ///< accel tune plan
 
 /// `accel mig apply`, added under the `mig` subcommand by RegisterMig.
 void RegisterMigApply(CLI::App* mig, int* exit_code);
+
+/// `accel fabric env|pod|topo-xml|netconf`, added under `fabric` by RegisterFabric.
+void RegisterFabricOutputs(CLI::App* fabric, int* exit_code);
 
 }  // namespace accel::cli

@@ -21,6 +21,7 @@
 #include "telemetry/collector.h"
 #include "telemetry/http_server.h"
 #include "telemetry/listen_address.h"
+#include "telemetry/render_profile.h"
 #include "telemetry/web_config.h"
 #include "topology/sources.h"
 
@@ -56,27 +57,8 @@ std::vector<std::string> SplitList(const std::string& text) {
   return out;
 }
 
-bool Contains(const std::vector<std::string>& list, const std::string& item) {
-  for (const auto& x : list) {
-    if (x == item) return true;
-  }
-  return false;
-}
-
 telemetry::RenderOptions RenderOptionsFrom(const ExporterOptions& o) {
-  telemetry::RenderOptions r;
-  std::vector<std::string> profiles = SplitList(o.profile);
-  for (const auto& p : profiles) {
-    if (p != "auto" && p != "dcgm" && p != "amd" && p != "gaudi" && p != "none") {
-      throw InputError("--profile", "", "unknown profile '" + p + "'",
-                       "use auto, none, or a comma list of dcgm, amd, gaudi");
-    }
-  }
-  bool automatic = profiles.empty() || Contains(profiles, "auto");
-  r.dcgm = automatic || Contains(profiles, "dcgm");
-  r.amd = automatic || Contains(profiles, "amd");
-  r.gaudi = automatic || Contains(profiles, "gaudi");
-  if (Contains(profiles, "none")) r.dcgm = r.amd = r.gaudi = false;
+  telemetry::RenderOptions r = telemetry::RenderOptionsForProfile(o.profile, "--profile", "");
   r.accel = !o.no_accel_metrics;
   if (o.no_hostname || o.hostname_label == "none") {
     r.dcgm_hostname_label = "";

@@ -29,6 +29,9 @@ int main(int argc, char** argv) {
   accel::cli::RegisterExporter(app, &exit_code);
   accel::cli::RegisterMig(app, &exit_code);
   accel::cli::RegisterServe(app, &exit_code);
+  accel::cli::RegisterFabric(app, &exit_code);
+  accel::cli::RegisterDoctor(app, &exit_code);
+  accel::cli::RegisterTune(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

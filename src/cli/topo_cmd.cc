@@ -42,11 +42,12 @@ void RegisterTopo(CLI::App& app, int* exit_code) {
       "  accel topo                                    # this machine, human summary\n"
       "  accel topo -o json > host.json                # save it for `accel place --topology`\n"
       "  accel topo --topology lstopo-export.xml       # an hwloc XML export (lstopo host.xml)\n"
-      "  accel topo --topology host.json -o text       # summarize a saved host\n\n"
+      "  accel topo --topology host.json -o text       # summarize a saved host\n"
+      "  accel topo --topology sysfs:/mnt/copy         # a copied /sys tree (DIR/sys/...)\n\n"
       "Exit status: 0 shown; 2 bad input (missing, unreadable or malformed file).");
   cmd->add_option("--topology,-t", opts->topology,
-                  "'live' (this machine), an hwloc XML file or accel host JSON "
-                  "(accel.host/v1, docs/schemas.md)")
+                  "'live' (this machine), an hwloc XML file, accel host JSON "
+                  "(accel.host/v1, docs/schemas.md), or a directory holding sys/ (sysfs:DIR)")
       ->capture_default_str();
   cmd->add_option("-o,--output", opts->output,
                   "output format: text (summary) or json (accel.host/v1)")

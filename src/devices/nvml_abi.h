@@ -138,6 +138,13 @@ inline constexpr nvmlGridLicenseFeatureCode_t NVML_GRID_LICENSE_FEATURE_CODE_VGP
 
 inline constexpr unsigned int NVML_NVLINK_MAX_LINKS = 36;
 
+/// What sits at the far end of an NVLink (nvmlDeviceGetNvLinkRemoteDeviceType).
+using nvmlIntNvLinkDeviceType_t = unsigned int;
+inline constexpr nvmlIntNvLinkDeviceType_t NVML_NVLINK_DEVICE_TYPE_GPU = 0x00;
+inline constexpr nvmlIntNvLinkDeviceType_t NVML_NVLINK_DEVICE_TYPE_IBMNPU = 0x01;
+inline constexpr nvmlIntNvLinkDeviceType_t NVML_NVLINK_DEVICE_TYPE_SWITCH = 0x02;
+inline constexpr nvmlIntNvLinkDeviceType_t NVML_NVLINK_DEVICE_TYPE_UNKNOWN = 0xFF;
+
 // Event type bits (nvmlDeviceRegisterEvents / nvmlEventData_t::eventType).
 inline constexpr unsigned long long nvmlEventTypeSingleBitEccError = 0x1;
 inline constexpr unsigned long long nvmlEventTypeDoubleBitEccError = 0x2;
@@ -502,6 +509,10 @@ static_assert(offsetof(nvmlGpmMetricsGet_t, sample1) == 8 && offsetof(nvmlGpmMet
   X(nvmlDeviceGetNvLinkErrorCounter, (nvmlDevice_t device, unsigned int link,                     \
                                       nvmlNvLinkErrorCounter_t counter,                           \
                                       unsigned long long* counterValue))                          \
+  X(nvmlDeviceGetNvLinkRemotePciInfo_v2,                                                          \
+    (nvmlDevice_t device, unsigned int link, nvmlPciInfo_t* pci))                                 \
+  X(nvmlDeviceGetNvLinkRemoteDeviceType,                                                          \
+    (nvmlDevice_t device, unsigned int link, nvmlIntNvLinkDeviceType_t* pNvLinkDeviceType))       \
   X(nvmlDeviceGetFieldValues, (nvmlDevice_t device, int valuesCount, nvmlFieldValue_t* values))   \
   X(nvmlDeviceGetGridLicensableFeatures_v4,                                                       \
     (nvmlDevice_t device, nvmlGridLicensableFeatures_t* features))                                \

@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <map>
 #include <mutex>
 #include <stdexcept>
 #include <string_view>
@@ -220,6 +221,8 @@ struct MetricsServer::Impl {
   const HealthSource health;
   BasicAuthenticator auth;
   std::string configured_headers;  // "Name: value\r\n" for each configured header
+  /// AddPage's pages by path: content type and body. Written only before Start.
+  std::map<std::string, std::pair<std::string, std::shared_ptr<const std::string>>> pages;
 
   std::mutex lifecycle_mu;  // serializes Start and Stop
   bool running = false;     // guarded by lifecycle_mu
@@ -385,6 +388,13 @@ Response MetricsServer::Impl::Route(const RequestHead& request) {
     }
     if (request.path == "/metrics") return ServeMetrics(request);
     if (request.path == "/health") return health() ? Text(200, "OK") : Text(503, "unhealthy\n");
+    if (auto page = pages.find(std::string(request.path)); page != pages.end()) {
+      Response r;
+      r.content_type = page->second.first.c_str();
+      r.owner = page->second.second;
+      r.body = *r.owner;
+      return r;
+    }
     if (request.path == "/") {
       Response r = Text(200, kIndexPage);
       r.content_type = kHtmlType;
@@ -458,6 +468,13 @@ MetricsServer::MetricsServer(WebConfig config, BodySource body, HealthSource hea
     : impl_(std::make_unique<Impl>(std::move(config), std::move(body), std::move(health))) {}
 
 MetricsServer::~MetricsServer() { Stop(); }
+
+void MetricsServer::AddPage(const std::string& path, const std::string& content_type,
+                            std::string body) {
+  std::lock_guard<std::mutex> lock(impl_->lifecycle_mu);
+  if (impl_->running) throw std::logic_error("MetricsServer::AddPage after Start");
+  impl_->pages[path] = {content_type, std::make_shared<const std::string>(std::move(body))};
+}
 
 void MetricsServer::Start(const ListenAddress& address) {
   Impl& s = *impl_;

@@ -1,7 +1,7 @@
 // MetricsServer: the exporter's HTTP(S) endpoint, a small HTTP/1.1 server on POSIX sockets (and
 // OpenSSL only when TLS is configured: a plain server never initialises it). Serves the latest
 // rendered exposition at /metrics (gzip when asked, compressed once per rendered body), /health,
-// and a small index page at /; applies a WebConfig (TLS, client certificates, basic auth, headers).
+// a small index page at /, and static pages added with AddPage; applies a WebConfig (TLS, client certificates, basic auth, headers).
 //
 // A scrape never renders or waits on a device: it takes the body source's current pointer and
 // writes that buffer out, so its cost is the socket write. Thread-safe: Start/Stop may be called
@@ -35,6 +35,11 @@ class MetricsServer {
 
   MetricsServer(const MetricsServer&) = delete;
   MetricsServer& operator=(const MetricsServer&) = delete;
+
+  /// Serves `body` at `path` (exact match, GET/HEAD, same auth as /metrics) with the given
+  /// Content-Type, e.g. the node agent's /topology. Call before Start; a second call for the same
+  /// path replaces the page. Throws std::logic_error when already started.
+  void AddPage(const std::string& path, const std::string& content_type, std::string body);
 
   /// Binds `address` (an empty host = every interface, IPv6 and IPv4; port 0 = an ephemeral
   /// port) and serves on a background thread until Stop. Returns once the server accepts

@@ -5,11 +5,13 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 
 #include "common/error.h"
 #include "topology/host_json.h"
 #include "topology/hwloc_source.h"
+#include "topology/sysfs_source.h"
 
 namespace accel::topology {
 
@@ -27,6 +29,9 @@ std::string FileBaseName(const std::string& path) {
 
 HostTopology LoadTopology(const std::string& spec) {
   if (spec == "live") return LoadLiveHost();
+  if (spec.rfind("sysfs:", 0) == 0) return LoadSysfsHost(spec.substr(6));
+  std::error_code ec;
+  if (std::filesystem::is_directory(spec, ec)) return LoadSysfsHost(spec);
   std::string text = ReadWholeFile(spec);
   size_t first = text.find_first_not_of(" \t\r\n");
   // A UTF-8 byte order mark may precede XML written on other systems.
@@ -38,7 +43,7 @@ HostTopology LoadTopology(const std::string& spec) {
   throw InputError(spec, "",
                    first == std::string::npos ? "is empty" : "is neither JSON nor hwloc XML",
                    "give accel's host JSON (accel topo -o json), an hwloc XML export "
-                   "(lstopo host.xml) or 'live'");
+                   "(lstopo host.xml), a directory holding a copy of a host's sys/ or 'live'");
 }
 
 }  // namespace accel::topology

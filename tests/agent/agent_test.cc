@@ -7,6 +7,7 @@
 #include <httplib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -15,6 +16,8 @@
 
 #include "common/error.h"
 #include "support/fake_kubelet_plugins.h"
+#include "support/fake_nvml_config.h"
+#include "support/fake_nvml_setup.h"
 
 namespace accel::agent {
 namespace {
@@ -190,6 +193,9 @@ TEST_F(AgentOnFakeNvml, ServesMetricsLabelsAndDevicePlugins) {
   std::string metrics = Get(agent.exporter_port(), "/metrics");
   EXPECT_NE(metrics.find("DCGM_FI_DEV_GPU_TEMP"), std::string::npos);
   EXPECT_NE(metrics.find("accel_device_up"), std::string::npos);
+  std::string topology = Get(agent.exporter_port(), "/topology");
+  EXPECT_NE(topology.find("\"accel.host/v1\""), std::string::npos) << topology.substr(0, 200);
+  EXPECT_NE(topology.find("\"numa_nodes\""), std::string::npos);
 
   std::string labels = ReadAll(dir_ / "features.d/accel");
   EXPECT_NE(labels.find("nvidia.com/gpu.product="), std::string::npos) << labels;
@@ -288,6 +294,115 @@ TEST_F(AgentOnFakeNvml, BadListenAddressStartsNothing) {
   EXPECT_THROW(agent.Start(c), InputError);
   EXPECT_EQ(agent.exporter_port(), 0);
   EXPECT_TRUE(agent.status().devices.empty());
+}
+
+TEST_F(AgentOnFakeNvml, HgxGpusAreAllLinkedThroughNvSwitch) {
+  Agent agent(Log());
+  agent.Start(Config());
+  EXPECT_TRUE(agent.Stop());
+  // 8 GPUs with 18 NVSwitch links each (the example config): every one of the 28 pairs.
+  EXPECT_NE(std::find(log_.begin(), log_.end(),
+                      "interconnect: 28 NVLink-connected GPU pair(s) among 8 GPU(s), through "
+                      "NVSwitch"),
+            log_.end());
+}
+
+/// Four whole H100s (FakeH100) on the fake, with extra keys per GPU; no host topology, so every
+/// pair sits at the same PCIe level.
+class AgentOnFourGpus : public AgentOnFakeNvml {
+ protected:
+  static constexpr const char* kBus[4] = {"00000000:1B:00.0", "00000000:43:00.0",
+                                          "00000000:52:00.0", "00000000:61:00.0"};
+  void UseGpus(const std::vector<nlohmann::json>& extra) {
+    nlohmann::json gpus = nlohmann::json::array();
+    for (int i = 0; i < 4; ++i) {
+      nlohmann::json gpu = test_support::FakeH100(i, kBus[i]);
+      gpu.update(extra[i]);
+      gpus.push_back(gpu);
+    }
+    nvml_.Write(test_support::FakeNvmlConfig(gpus));
+  }
+  AgentConfig FourGpuConfig(const std::string& plugin_yaml = "{}") {
+    AgentConfig c = Config(plugin_yaml);
+    c.topology = "none";
+    return c;
+  }
+  static std::string Uuid(int i) { return test_support::FakeH100Uuid(i); }
+  static std::string Health(const test_support::RegisteredPlugin& p, int gpu) {
+    const test_support::ListedDevice* d = p.Find(Uuid(gpu));
+    return d ? d->health : "absent";
+  }
+
+  test_support::FakeNvmlConfigFile nvml_;
+};
+
+TEST_F(AgentOnFourGpus, PreferredAllocationPicksNvlinkedPairs) {
+  // Bridges 0↔3 and 1↔2 (two links each, as on 4 × RTX 8000): only NVLink tells the pairs apart,
+  // and device order ({0, 1}) would be the wrong answer.
+  auto peer = [](int gpu) {
+    return nlohmann::json{{"nvlink_peers", std::vector<std::string>(2, kBus[gpu])}};
+  };
+  UseGpus({peer(3), peer(2), peer(1), peer(0)});
+  test_support::FakeDevicePluginKubelet kubelet((dir_ / "dp").string());
+  Agent agent(Log());
+  agent.Start(FourGpuConfig());
+  ASSERT_TRUE(kubelet.WaitForResource(
+      "nvidia.com/gpu", [](const auto& p) { return p.healthy() == 4; }, std::chrono::seconds(5)));
+  auto preferred = [&](std::vector<int> available, std::vector<int> required) {
+    std::vector<std::string> a, r, got;
+    for (int i : available) a.push_back(Uuid(i));
+    for (int i : required) r.push_back(Uuid(i));
+    grpc::Status status = kubelet.GetPreferredAllocation("nvidia.com/gpu", a, r, 2, &got);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    std::vector<int> picked;
+    for (const auto& id : got) {
+      for (int i = 0; i < 4; ++i) if (id == Uuid(i)) picked.push_back(i);
+    }
+    std::sort(picked.begin(), picked.end());
+    return picked;
+  };
+  std::vector<int> pair = preferred({0, 1, 2, 3}, {});
+  EXPECT_TRUE(pair == std::vector<int>({0, 3}) || pair == std::vector<int>({1, 2}))
+      << ::testing::PrintToString(pair);
+  EXPECT_EQ(preferred({2, 0, 1, 3}, {1}), std::vector<int>({1, 2}));
+  EXPECT_EQ(preferred({0, 1, 2}, {}), std::vector<int>({1, 2}));
+  EXPECT_EQ(preferred({3, 1, 0}, {}), std::vector<int>({0, 3}));
+  EXPECT_TRUE(agent.Stop());
+  EXPECT_NE(std::find(log_.begin(), log_.end(),
+                      "interconnect: 2 NVLink-connected GPU pair(s) among 4 GPU(s)"),
+            log_.end());
+}
+
+TEST_F(AgentOnFourGpus, CriticalXidTakesOneGpuOutUntilTheQuietPeriodPasses) {
+  // GPU 2 first gets XID 13 (an application error: ignored), then GPU 1 falls off the bus (79).
+  auto xid = [](int at_ms, int code) {
+    nlohmann::json event = {{"at_ms", at_ms}, {"xid", code}};
+    return nlohmann::json{{"events", nlohmann::json::array({event})}};
+  };
+  UseGpus({nlohmann::json::object(), xid(800, 79), xid(300, 13), nlohmann::json::object()});
+  test_support::FakeDevicePluginKubelet kubelet((dir_ / "dp").string());
+  Agent agent(Log());
+  agent.Start(FourGpuConfig("{health: {recoverAfterSeconds: 2}}"));
+
+  bool benign_hurt = false;
+  auto watch = [&](const test_support::RegisteredPlugin& p, const char* const want[4]) {
+    benign_hurt |= Health(p, 2) == "Unhealthy";
+    for (int i = 0; i < 4; ++i) if (Health(p, i) != want[i]) return false;
+    return true;
+  };
+  const char* const one_out[4] = {"Healthy", "Unhealthy", "Healthy", "Healthy"};
+  const char* const all_in[4] = {"Healthy", "Healthy", "Healthy", "Healthy"};
+  ASSERT_TRUE(kubelet.WaitForResource(
+      "nvidia.com/gpu", [&](const auto& p) { return watch(p, one_out); },
+      std::chrono::seconds(10)));
+  // The ignored XID did arrive (the exporter shows it as GPU 2's last XID).
+  std::string metrics = Get(agent.exporter_port(), "/metrics");
+  EXPECT_NE(metrics.find(R"(err_code="13")"), std::string::npos) << metrics.substr(0, 2000);
+  // Two seconds without a new critical XID while the GPU keeps answering: back in service.
+  EXPECT_TRUE(kubelet.WaitForResource(
+      "nvidia.com/gpu", [&](const auto& p) { return watch(p, all_in); }, std::chrono::seconds(10)));
+  EXPECT_FALSE(benign_hurt);
+  EXPECT_TRUE(agent.Stop());
 }
 
 }  // namespace

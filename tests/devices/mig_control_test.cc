@@ -13,76 +13,25 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "support/fake_nvml_setup.h"
+
 namespace accel::devices {
 namespace {
 
 using nlohmann::json;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using test_support::FakeCi;
+using test_support::FakeGpu;
+using test_support::MigLayout;
 
-json Gpu(int i, json mig = nullptr) {
-  char bus[32];
-  std::snprintf(bus, sizeof bus, "00000000:%02X:00.0", 0x1b + i);
-  json gpu = {{"uuid", "GPU-0000000" + std::to_string(i) + "-aaaa-bbbb-cccc-dddddddddddd"},
-              {"name", "NVIDIA H100 80GB HBM3"},
-              {"pci_bus_id", bus},
-              {"pci_subsystem_id", "0x16C110DE"}};
-  if (!mig.is_null()) gpu["mig"] = mig;
-  return gpu;
-}
-
-// One compute instance of GPU instance `gi` (profile id, first memory slice).
-json Ci(unsigned gi, unsigned ci, unsigned profile, unsigned start, int slices = 0,
-        int processes = 0) {
-  json out = {{"gpu_instance_id", gi},
-              {"compute_instance_id", ci},
-              {"profile_id", profile},
-              {"placement_start", start},
-              {"uuid", "MIG-" + std::to_string(gi) + "-" + std::to_string(ci)}};
-  if (slices > 0) out["compute_slices"] = slices;
-  if (processes > 0) out["processes"] = processes;
-  return out;
-}
-
-class MigControlTest : public ::testing::Test {
- protected:
-  void TearDown() override {
-    gpus_.clear();  // nvmlShutdown before the next test's init
-    unsetenv("FAKE_NVML_CONFIG");
-    unsetenv("FAKE_NVML_STATE_OUT");
-    std::remove(config_path_.c_str());
-  }
-  std::string TempPath(const std::string& suffix) {
-    return ::testing::TempDir() + "mig_control_" + std::to_string(getpid()) + "_" +
-           ::testing::UnitTest::GetInstance()->current_test_info()->name() + suffix;
-  }
-  void Open(const std::vector<json>& devices) {
-    config_path_ = TempPath(".json");
-    std::ofstream(config_path_) << json{{"devices", devices}}.dump();
-    setenv("FAKE_NVML_CONFIG", config_path_.c_str(), 1);
-    gpus_ = OpenNvmlMigControl(ACCEL_FAKE_NVML);
-  }
-  // "profile@start[ci slices]" per GPU instance, by start.
-  std::string Layout(MigControl& gpu) {
-    std::string out;
-    for (const MigGpuInstanceInfo& gi : gpu.GpuInstances()) {
-      out += (out.empty() ? "" : " ") + std::to_string(gi.profile_id) + "@" +
-             std::to_string(gi.start) + "[";
-      for (const auto& ci : gi.compute_instances) out += std::to_string(ci.slices);
-      out += gi.busy ? "]*" : "]";
-    }
-    return out;
-  }
-
-  std::string config_path_;
-  MigGpus gpus_;
-};
+using MigControlTest = test_support::FakeNvmlMigTest;
 
 TEST_F(MigControlTest, IdentityModeAndProfiles) {
-  json plain = Gpu(1);
+  json plain = FakeGpu(1);
   plain["name"] = "NVIDIA A10";
   plain["pci_device_id"] = "0x223610DE";
-  Open({Gpu(0, {{"mode", 1}}), plain});
+  Open({FakeGpu(0, {{"mode", 1}}), plain});
   ASSERT_EQ(gpus_.size(), 2u);
   MigControl& h100 = *gpus_[0];
   EXPECT_EQ(h100.index(), 0u);
@@ -107,10 +56,10 @@ TEST_F(MigControlTest, IdentityModeAndProfiles) {
 }
 
 TEST_F(MigControlTest, InstancesComputeInstancesAndBusy) {
-  Open({Gpu(0, {{"mode", 1},
-                {"instances",
-                 {Ci(7, 0, 19, 0), Ci(1, 0, 9, 4, 1), Ci(1, 1, 9, 4, 1, /*processes=*/1),
-                  Ci(1, 2, 9, 4, 1)}}})});
+  Open({FakeGpu(0, {{"mode", 1},
+                    {"instances",
+                     {FakeCi(7, 0, 19, 0), FakeCi(1, 0, 9, 4, 1),
+                      FakeCi(1, 1, 9, 4, 1, /*processes=*/1), FakeCi(1, 2, 9, 4, 1)}}})});
   std::vector<MigGpuInstanceInfo> gis = gpus_[0]->GpuInstances();
   ASSERT_EQ(gis.size(), 2u);
   EXPECT_EQ(gis[0].id, 7u);
@@ -125,11 +74,11 @@ TEST_F(MigControlTest, InstancesComputeInstancesAndBusy) {
   EXPECT_EQ(gis[1].compute_instances[2].start, 2);
   EXPECT_EQ(gis[1].compute_instances[2].slices, 1);
   EXPECT_TRUE(gpus_[0]->HasProcesses());
-  EXPECT_EQ(Layout(*gpus_[0]), "19@0[1] 9@4[111]*");
+  EXPECT_EQ(MigLayout(*gpus_[0], /*mark_busy=*/true), "19@0[1] 9@4[111]*");
 }
 
 TEST_F(MigControlTest, PossiblePlacementsFollowTheH100Geometry) {
-  Open({Gpu(0, {{"mode", 0}})});
+  Open({FakeGpu(0, {{"mode", 0}})});
   auto starts = [&](unsigned id) {
     std::string out;
     for (const MigSlotRange& r : gpus_[0]->PossiblePlacements(id))
@@ -144,13 +93,13 @@ TEST_F(MigControlTest, PossiblePlacementsFollowTheH100Geometry) {
 }
 
 TEST_F(MigControlTest, CreateAndDestroyWithDriverRules) {
-  Open({Gpu(0, {{"mode", 1}})});
+  Open({FakeGpu(0, {{"mode", 1}})});
   MigControl& gpu = *gpus_[0];
   unsigned three = gpu.CreateGpuInstance(9, 4);
   gpu.CreateComputeInstances(three, 1, 3);
   unsigned one = gpu.CreateGpuInstance(15, 0);  // 1g.20gb: two memory slices, CI profile REV1
   gpu.CreateComputeInstances(one, 1, 1);
-  EXPECT_EQ(Layout(gpu), "15@0[1] 9@4[111]");
+  EXPECT_EQ(MigLayout(gpu, /*mark_busy=*/true), "15@0[1] 9@4[111]");
   EXPECT_EQ(gpu.GpuInstances()[0].compute_instances[0].profile_id, 7u);
 
   // Overlap and over-count are INSUFFICIENT_RESOURCES; a start the profile lacks never reaches it.
@@ -169,21 +118,22 @@ TEST_F(MigControlTest, CreateAndDestroyWithDriverRules) {
               ::testing::ThrowsMessage<BackendError>(HasSubstr("In use by another client")));
   gpu.DestroyComputeInstances(three);
   gpu.DestroyGpuInstance(three);
-  EXPECT_EQ(Layout(gpu), "15@0[1] 20@2[]");
+  EXPECT_EQ(MigLayout(gpu, /*mark_busy=*/true), "15@0[1] 20@2[]");
   EXPECT_THROW(gpu.DestroyGpuInstance(three), BackendError);  // gone: NOT_FOUND
 }
 
 TEST_F(MigControlTest, BusyComputeInstanceIsInUse) {
-  Open({Gpu(0, {{"mode", 1}, {"instances", {Ci(3, 0, 14, 0, 1), Ci(3, 1, 14, 0, 1, 2)}}})});
+  Open({FakeGpu(0, {{"mode", 1},
+                    {"instances", {FakeCi(3, 0, 14, 0, 1), FakeCi(3, 1, 14, 0, 1, 2)}}})});
   MigControl& gpu = *gpus_[0];
   EXPECT_THAT([&] { gpu.DestroyComputeInstances(3); },
               ::testing::ThrowsMessage<BackendError>(HasSubstr("In use by another client")));
-  EXPECT_EQ(Layout(gpu), "14@0[1]*");  // the idle one went first
+  EXPECT_EQ(MigLayout(gpu, /*mark_busy=*/true), "14@0[1]*");  // the idle one went first
 }
 
 TEST_F(MigControlTest, MigModeChanges) {
-  json pending = Gpu(1, {{"mode", 0}, {"activation_status", "RESET_REQUIRED"}});
-  Open({Gpu(0, {{"mode", 0}}), pending});
+  json pending = FakeGpu(1, {{"mode", 0}, {"activation_status", "RESET_REQUIRED"}});
+  Open({FakeGpu(0, {{"mode", 0}}), pending});
   MigControl& gpu = *gpus_[0];
   EXPECT_TRUE(gpu.SetMigEnabled(true));
   EXPECT_TRUE(gpu.Mode().current);
@@ -200,7 +150,7 @@ TEST_F(MigControlTest, MigModeChanges) {
 }
 
 TEST_F(MigControlTest, InjectedFaultOnCreation) {
-  json gpu = Gpu(0, {{"mode", 1}});
+  json gpu = FakeGpu(0, {{"mode", 1}});
   gpu["faults"] = {{{"function", "nvmlDeviceCreateGpuInstanceWithPlacement"},
                     {"error", "UNKNOWN"},
                     {"after_calls", 1}}};
@@ -209,13 +159,13 @@ TEST_F(MigControlTest, InjectedFaultOnCreation) {
   EXPECT_THAT([&] { gpus_[0]->CreateGpuInstance(19, 1); },
               ::testing::ThrowsMessage<BackendError>(
                   HasSubstr("GPU 0: nvmlDeviceCreateGpuInstanceWithPlacement failed: Unknown")));
-  EXPECT_EQ(Layout(*gpus_[0]), "19@0[]");
+  EXPECT_EQ(MigLayout(*gpus_[0], /*mark_busy=*/true), "19@0[]");
 }
 
 TEST_F(MigControlTest, FinalStateWrittenAtShutdown) {
-  std::string state_path = TempPath(".state.json");
+  std::string state_path = test_support::PerTestTempPath(".state.json");
   setenv("FAKE_NVML_STATE_OUT", state_path.c_str(), 1);
-  Open({Gpu(0, {{"mode", 1}, {"instances", {Ci(7, 0, 19, 6)}}}), Gpu(1)});
+  Open({FakeGpu(0, {{"mode", 1}, {"instances", {FakeCi(7, 0, 19, 6)}}}), FakeGpu(1)});
   unsigned gi = gpus_[0]->CreateGpuInstance(9, 0);
   gpus_[0]->CreateComputeInstances(gi, 3, 1);
   gpus_.clear();

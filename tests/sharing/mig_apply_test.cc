@@ -14,37 +14,16 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "support/fake_nvml_setup.h"
 
 namespace accel::sharing {
 namespace {
 
-using devices::MigControl;
-using devices::MigGpus;
 using nlohmann::json;
 using ::testing::HasSubstr;
 using Status = MigApplyGpu::Status;
-
-json Gpu(int i, json mig = nullptr) {
-  char bus[32];
-  std::snprintf(bus, sizeof bus, "00000000:%02X:00.0", 0x1b + i);
-  json gpu = {{"uuid", "GPU-0000000" + std::to_string(i) + "-aaaa-bbbb-cccc-dddddddddddd"},
-              {"name", "NVIDIA H100 80GB HBM3"},
-              {"pci_bus_id", bus}};
-  if (!mig.is_null()) gpu["mig"] = mig;
-  return gpu;
-}
-
-json Ci(unsigned gi, unsigned ci, unsigned profile, unsigned start, int slices = 0,
-        int processes = 0) {
-  json out = {{"gpu_instance_id", gi},
-              {"compute_instance_id", ci},
-              {"profile_id", profile},
-              {"placement_start", start},
-              {"uuid", "MIG-" + std::to_string(gi) + "-" + std::to_string(ci)}};
-  if (slices > 0) out["compute_slices"] = slices;
-  if (processes > 0) out["processes"] = processes;
-  return out;
-}
+using test_support::FakeCi;
+using test_support::FakeGpu;
 
 json Mig(std::vector<json> instances, int mode = 1) {
   return {{"mode", mode}, {"instances", instances}};
@@ -53,7 +32,7 @@ json Mig(std::vector<json> instances, int mode = 1) {
 // Seven idle 1g.10gb (profile id 19) at slices 0..6, GI ids 10..16.
 json SevenOnes() {
   std::vector<json> cis;
-  for (unsigned s = 0; s < 7; ++s) cis.push_back(Ci(10 + s, 0, 19, s));
+  for (unsigned s = 0; s < 7; ++s) cis.push_back(FakeCi(10 + s, 0, 19, s));
   return Mig(cis);
 }
 
@@ -95,35 +74,12 @@ mig-configs:
       mig-devices: {"7g.80gb": 1}
 )";
 
-class MigApplyTest : public ::testing::Test {
+class MigApplyTest : public test_support::FakeNvmlMigTest {
  protected:
   void SetUp() override { config_ = ParseMigPartedConfig(kConfig, "test.yaml"); }
-  void TearDown() override {
-    gpus_.clear();
-    unsetenv("FAKE_NVML_CONFIG");
-    std::remove(config_path_.c_str());
-  }
-  std::string TempPath(const std::string& suffix) {
-    return ::testing::TempDir() + "mig_apply_" + std::to_string(getpid()) + "_" +
-           ::testing::UnitTest::GetInstance()->current_test_info()->name() + suffix;
-  }
-  void Open(const std::vector<json>& devices) {
-    config_path_ = TempPath(".json");
-    std::ofstream(config_path_) << json{{"devices", devices}}.dump();
-    setenv("FAKE_NVML_CONFIG", config_path_.c_str(), 1);
-    gpus_ = devices::OpenNvmlMigControl(ACCEL_FAKE_NVML);
-  }
-  // "profile-id@start[ci slices]" per GPU instance by start; "off" with MIG off.
+  // MigLayout of GPU `gpu`; "off" with MIG off.
   std::string Layout(size_t gpu) {
-    if (!gpus_[gpu]->Mode().current) return "off";
-    std::string out;
-    for (const auto& gi : gpus_[gpu]->GpuInstances()) {
-      out += (out.empty() ? "" : " ") + std::to_string(gi.profile_id) + "@" +
-             std::to_string(gi.start) + "[";
-      for (const auto& ci : gi.compute_instances) out += std::to_string(ci.slices);
-      out += "]";
-    }
-    return out;
+    return gpus_[gpu]->Mode().current ? test_support::MigLayout(*gpus_[gpu]) : "off";
   }
   std::vector<std::string> Layouts() {
     std::vector<std::string> out;
@@ -138,16 +94,14 @@ class MigApplyTest : public ::testing::Test {
   }
 
   MigPartedConfig config_;
-  std::string config_path_;
-  MigGpus gpus_;
   MigApplyPlan plan_;
 };
 
 TEST_F(MigApplyTest, FleetFromConfig) {
-  json a10 = Gpu(3);
+  json a10 = FakeGpu(3);
   a10["name"] = "NVIDIA A10";
   a10["pci_device_id"] = "0x223610DE";
-  Open({Gpu(0, Mig({}, 0)), Gpu(1, Mig({})), Gpu(2, SevenOnes()), a10});
+  Open({FakeGpu(0, Mig({}, 0)), FakeGpu(1, Mig({})), FakeGpu(2, SevenOnes()), a10});
   std::string text = Plan("balanced");
   ASSERT_TRUE(plan_.ok()) << text;
   EXPECT_EQ(plan_.gpus[0].status, Status::kChange);
@@ -177,7 +131,7 @@ TEST_F(MigApplyTest, FleetFromConfig) {
 }
 
 TEST_F(MigApplyTest, DryRunChangesNothing) {
-  Open({Gpu(0, Mig({}, 0)), Gpu(1, SevenOnes())});
+  Open({FakeGpu(0, Mig({}, 0)), FakeGpu(1, SevenOnes())});
   std::vector<std::string> before = Layouts();
   Plan("balanced");
   EXPECT_GT(plan_.StepCount(), 0u);
@@ -186,7 +140,7 @@ TEST_F(MigApplyTest, DryRunChangesNothing) {
 }
 
 TEST_F(MigApplyTest, SecondApplyHasNoSteps) {
-  Open({Gpu(0, Mig({}, 0)), Gpu(1, SevenOnes()), Gpu(2, Mig({Ci(1, 0, 0, 0)}))});
+  Open({FakeGpu(0, Mig({}, 0)), FakeGpu(1, SevenOnes()), FakeGpu(2, Mig({FakeCi(1, 0, 0, 0)}))});
   Plan("balanced");
   ASSERT_TRUE(ExecuteApply(plan_, gpus_).success);
   std::string text = Plan("balanced");
@@ -197,8 +151,8 @@ TEST_F(MigApplyTest, SecondApplyHasNoSteps) {
 
 TEST_F(MigApplyTest, BusyInstanceIsKept) {
   // 2g@2 goes; the busy 3g@4 and its compute instances stay untouched.
-  Open({Gpu(0, Mig({Ci(1, 0, 9, 4, 0, /*processes=*/1), Ci(7, 0, 19, 0), Ci(8, 0, 19, 1),
-                    Ci(5, 0, 14, 2)}))});
+  Open({FakeGpu(0, Mig({FakeCi(1, 0, 9, 4, 0, /*processes=*/1), FakeCi(7, 0, 19, 0),
+                        FakeCi(8, 0, 19, 1), FakeCi(5, 0, 14, 2)}))});
   std::string text = Plan("busy-friendly");
   ASSERT_TRUE(plan_.ok()) << text;
   for (const MigApplyStep& s : plan_.gpus[0].steps) EXPECT_NE(s.gpu_instance_id, 1u) << text;
@@ -210,7 +164,7 @@ TEST_F(MigApplyTest, BusyInstanceIsKept) {
 }
 
 TEST_F(MigApplyTest, ConflictingBusyInstanceIsAnErrorAndNothingChanges) {
-  Open({Gpu(0, Mig({Ci(1, 0, 9, 4, 0, /*processes=*/1)})), Gpu(1, Mig({}, 0))});
+  Open({FakeGpu(0, Mig({FakeCi(1, 0, 9, 4, 0, /*processes=*/1)})), FakeGpu(1, Mig({}, 0))});
   std::vector<std::string> before = Layouts();
   std::string text = Plan("all-1g.10gb");
   EXPECT_FALSE(plan_.ok());
@@ -225,14 +179,14 @@ TEST_F(MigApplyTest, ConflictingBusyInstanceIsAnErrorAndNothingChanges) {
 
 TEST_F(MigApplyTest, FailureMidApplyRollsBackExactly) {
   // GPU 0 applies fine; GPU 1 fails on its third GPU-instance creation. Both end as they began.
-  std::vector<json> mixed = {Ci(2, 0, 14, 0),   Ci(3, 0, 19, 2),   Ci(4, 0, 19, 3),
-                             Ci(1, 0, 9, 4, 1), Ci(1, 1, 9, 4, 1), Ci(1, 2, 9, 4, 1)};
-  json failing = Gpu(1, Mig(mixed));
+  std::vector<json> mixed = {FakeCi(2, 0, 14, 0),   FakeCi(3, 0, 19, 2),   FakeCi(4, 0, 19, 3),
+                             FakeCi(1, 0, 9, 4, 1), FakeCi(1, 1, 9, 4, 1), FakeCi(1, 2, 9, 4, 1)};
+  json failing = FakeGpu(1, Mig(mixed));
   failing["faults"] = {{{"function", "nvmlDeviceCreateGpuInstanceWithPlacement"},
                         {"error", "UNKNOWN"},
                         {"after_calls", 2},
                         {"times", 1}}};  // the rollback's own creations succeed
-  Open({Gpu(0, Mig(mixed)), failing});
+  Open({FakeGpu(0, Mig(mixed)), failing});
   std::vector<std::string> before = Layouts();
   EXPECT_EQ(before[1], "14@0[2] 19@2[1] 19@3[1] 9@4[111]");
   std::string text = Plan("all-1g.10gb");
@@ -246,7 +200,7 @@ TEST_F(MigApplyTest, FailureMidApplyRollsBackExactly) {
 }
 
 TEST_F(MigApplyTest, FailureCreatingComputeInstancesRollsBack) {
-  json gpu = Gpu(0, SevenOnes());
+  json gpu = FakeGpu(0, SevenOnes());
   gpu["faults"] = {{{"function", "nvmlGpuInstanceCreateComputeInstance"},
                     {"error", "INSUFFICIENT_RESOURCES"},
                     {"after_calls", 1},
@@ -261,7 +215,7 @@ TEST_F(MigApplyTest, FailureCreatingComputeInstancesRollsBack) {
 }
 
 TEST_F(MigApplyTest, PendingModeChangeFailsAndIsUndone) {
-  Open({Gpu(0, {{"mode", 0}, {"activation_status", "RESET_REQUIRED"}})});
+  Open({FakeGpu(0, {{"mode", 0}, {"activation_status", "RESET_REQUIRED"}})});
   Plan("all-1g.10gb");
   MigApplyResult result = ExecuteApply(plan_, gpus_);
   EXPECT_FALSE(result.success);
@@ -270,7 +224,7 @@ TEST_F(MigApplyTest, PendingModeChangeFailsAndIsUndone) {
 }
 
 TEST_F(MigApplyTest, DisableMigDestroysIdleInstances) {
-  Open({Gpu(0, SevenOnes()), Gpu(1, Mig({Ci(1, 0, 0, 0, 0, 1)}))});
+  Open({FakeGpu(0, SevenOnes()), FakeGpu(1, Mig({FakeCi(1, 0, 0, 0, 0, 1)}))});
   std::string text = Plan("all-disabled");
   EXPECT_EQ(plan_.gpus[1].status, Status::kError) << text;
   plan_.gpus.pop_back();  // apply only GPU 0
@@ -288,17 +242,17 @@ TEST_F(MigApplyTest, PlacementTheDriverDoesNotOfferIsAnError) {
                       {"memory_mb", 40448},
                       {"name", "MIG 3g.40gb"},
                       {"placements", {{"starts", {0}}, {"size", 4}}}});
-  Open({Gpu(0, {{"mode", 1}, {"profiles", profiles}})});
+  Open({FakeGpu(0, {{"mode", 1}, {"profiles", profiles}})});
   Plan("two-threes");
   EXPECT_FALSE(plan_.ok());
   EXPECT_THAT(plan_.gpus[0].reason, HasSubstr("does not offer 3g.40gb at memory slices 4-7"));
 }
 
 TEST_F(MigApplyTest, MatchingRules) {
-  json a10 = Gpu(3);
+  json a10 = FakeGpu(3);
   a10["pci_device_id"] = "0x223610DE";
   a10["name"] = "NVIDIA A10";
-  Open({Gpu(0, Mig({})), Gpu(1, Mig({})), Gpu(2, Mig({})), a10});
+  Open({FakeGpu(0, Mig({})), FakeGpu(1, Mig({})), FakeGpu(2, Mig({})), a10});
   Plan("index-three");  // a non-MIG-capable GPU named explicitly with mig-enabled: true
   EXPECT_EQ(plan_.gpus[0].status, Status::kUntouched);
   EXPECT_EQ(plan_.gpus[3].status, Status::kError);
@@ -307,10 +261,10 @@ TEST_F(MigApplyTest, MatchingRules) {
 }
 
 TEST_F(MigApplyTest, DeviceFilterAndEmptyMigDevices) {
-  json pcie = Gpu(1, SevenOnes());
+  json pcie = FakeGpu(1, SevenOnes());
   pcie["pci_device_id"] = "0x233110DE";  // H100 PCIe: the third entry of "balanced" wins
   pcie["name"] = "NVIDIA H100 PCIe";
-  Open({Gpu(0, SevenOnes()), pcie});
+  Open({FakeGpu(0, SevenOnes()), pcie});
   Plan("balanced");
   ASSERT_TRUE(ExecuteApply(plan_, gpus_).success);
   EXPECT_EQ(Layout(0), "19@0[1] 19@1[1] 14@2[2] 9@4[3]");
@@ -321,7 +275,7 @@ TEST_F(MigApplyTest, DeviceFilterAndEmptyMigDevices) {
 }
 
 TEST_F(MigApplyTest, StateFile) {
-  std::string dir = TempPath("_dir");
+  std::string dir = test_support::PerTestTempPath("_dir");
   ::mkdir(dir.c_str(), 0755);
   std::string path = dir + "/accel-mig";
   WriteMigConfigState(path, "all-1g.10gb", MigConfigState::kPending);
@@ -351,7 +305,7 @@ namespace accel::sharing {
 namespace {
 
 TEST_F(MigApplyTest, DescribeNamesEveryStep) {
-  Open({Gpu(0, SevenOnes()), Gpu(1, Mig({Ci(1, 0, 9, 4, 1), Ci(1, 1, 9, 4, 2)}))});
+  Open({FakeGpu(0, SevenOnes()), FakeGpu(1, Mig({FakeCi(1, 0, 9, 4, 1), FakeCi(1, 1, 9, 4, 2)}))});
   EXPECT_EQ(Plan("two-threes"),
             "GPU 0 (H100-SXM5-80GB): change: 1g.10gb@0 + 1g.10gb@1 + 1g.10gb@2 + 1g.10gb@3 + "
             "1g.10gb@4 + 1g.10gb@5 + 1g.10gb@6 -> 3g.40gb@0 + 3g.40gb@4\n"

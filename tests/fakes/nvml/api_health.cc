@@ -1,5 +1,6 @@
 // ECC, retired pages, row remapping, NVLink, batched field values, and processes.
 #include <chrono>
+#include <cstdio>
 
 #include "fake_nvml.h"
 
@@ -39,8 +40,12 @@ const char* EccMetric(nvmlMemoryErrorType_t type, nvmlEccCounterType_t counter) 
   return kNames[type][counter];
 }
 
-// NVLink links exist below this index on the fake (H100: 18).
-constexpr unsigned kLinkSlots = 18;
+// The configured far end of an active link, or null (link down or past the list).
+const NvLinkPeer* ActivePeer(const Device& dev, unsigned link) {
+  if (!dev.nvlink_peers || link >= dev.nvlink_peers->size()) return nullptr;
+  const NvLinkPeer& peer = (*dev.nvlink_peers)[link];
+  return peer.kind == NvLinkPeer::Kind::kDown ? nullptr : &peer;
+}
 
 }  // namespace
 
@@ -106,11 +111,62 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t device, uns
 
 FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned int link,
                                                        nvmlEnableState_t* isActive) {
-  if (!isActive || link >= kLinkSlots) return NVML_ERROR_INVALID_ARGUMENT;
-  unsigned links = 0;
-  nvmlReturn_t rc = GetMetric("nvmlDeviceGetNvLinkState", device, "nvlink_links", &links);
-  if (rc == NVML_SUCCESS) *isActive = link < links ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
-  return rc;
+  if (!isActive || link >= kNvLinkSlots) return NVML_ERROR_INVALID_ARGUMENT;
+  DeviceCall call("nvmlDeviceGetNvLinkState", device);
+  if (call.rc() != NVML_SUCCESS) return call.rc();
+  bool active = false;
+  if (call.device().nvlink_peers) {
+    active = ActivePeer(call.device(), link) != nullptr;
+  } else {
+    std::optional<double> links = call.Metric("nvlink_links");
+    if (!links) return NVML_ERROR_NOT_SUPPORTED;
+    active = link < *links;
+  }
+  *isActive = active ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
+  return NVML_SUCCESS;
+}
+
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t device,
+                                                                  unsigned int link,
+                                                                  nvmlPciInfo_t* pci) {
+  if (!pci || link >= kNvLinkSlots) return NVML_ERROR_INVALID_ARGUMENT;
+  DeviceCall call("nvmlDeviceGetNvLinkRemotePciInfo_v2", device);
+  if (call.rc() != NVML_SUCCESS) return call.rc();
+  const NvLinkPeer* peer = ActivePeer(call.device(), link);
+  if (!peer) return NVML_ERROR_NOT_SUPPORTED;
+  unsigned domain = 0, bus = 0, dev = 0, function = 0;
+  std::sscanf(peer->bus_id.c_str(), "%x:%x:%x.%x", &domain, &bus, &dev, &function);
+  *pci = nvmlPciInfo_t{};
+  std::snprintf(pci->busIdLegacy, sizeof pci->busIdLegacy, "%04X:%02X:%02X.%X", domain, bus, dev,
+                function);
+  std::snprintf(pci->busId, sizeof pci->busId, "%s", peer->bus_id.c_str());
+  pci->domain = domain;
+  pci->bus = bus;
+  pci->device = dev;
+  pci->pciDeviceId = 0x22A310DE;  // NVSwitch (Hopper generation)
+  if (peer->kind == NvLinkPeer::Kind::kGpu) {
+    pci->pciDeviceId = 0;  // a GPU the config does not list stays anonymous
+    for (const Device& other : Global().config.devices) {
+      unsigned o[4] = {};
+      std::sscanf(other.pci_bus_id.c_str(), "%x:%x:%x.%x", &o[0], &o[1], &o[2], &o[3]);
+      if (o[0] == domain && o[1] == bus && o[2] == dev && o[3] == function) {
+        pci->pciDeviceId = other.pci_device_id;
+      }
+    }
+  }
+  return NVML_SUCCESS;
+}
+
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkRemoteDeviceType(
+    nvmlDevice_t device, unsigned int link, nvmlIntNvLinkDeviceType_t* pNvLinkDeviceType) {
+  if (!pNvLinkDeviceType || link >= kNvLinkSlots) return NVML_ERROR_INVALID_ARGUMENT;
+  DeviceCall call("nvmlDeviceGetNvLinkRemoteDeviceType", device);
+  if (call.rc() != NVML_SUCCESS) return call.rc();
+  const NvLinkPeer* peer = ActivePeer(call.device(), link);
+  if (!peer) return NVML_ERROR_NOT_SUPPORTED;
+  *pNvLinkDeviceType = peer->kind == NvLinkPeer::Kind::kSwitch ? NVML_NVLINK_DEVICE_TYPE_SWITCH
+                                                               : NVML_NVLINK_DEVICE_TYPE_GPU;
+  return NVML_SUCCESS;
 }
 
 FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkErrorCounter(nvmlDevice_t device,
@@ -119,7 +175,7 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkErrorCounter(nvmlDevice_t devic
                                                               unsigned long long* counterValue) {
   static const char* const kMetrics[] = {"nvlink_replay_errors", "nvlink_recovery_errors",
                                          "nvlink_crc_flit_errors", "nvlink_crc_data_errors"};
-  if (link >= kLinkSlots || counter >= std::size(kMetrics)) return NVML_ERROR_INVALID_ARGUMENT;
+  if (link >= kNvLinkSlots || counter >= std::size(kMetrics)) return NVML_ERROR_INVALID_ARGUMENT;
   return GetMetric("nvmlDeviceGetNvLinkErrorCounter", device, kMetrics[counter], counterValue);
 }
 

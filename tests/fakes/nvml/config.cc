@@ -402,6 +402,36 @@ XidEvent ParseEvent(const json& e, const std::string& path) {
   return event;
 }
 
+// Where an NVSwitch port says it is when the config gives no address: a bus no GPU uses.
+constexpr const char* kDefaultSwitchBusId = "00000000:FF:00.0";
+
+// Any "d:b:d.f" spelling -> NVML's "00000000:1B:00.0". Call only on ids BadBusId accepts.
+std::string NvmlBusId(const std::string& id) {
+  unsigned domain = 0, bus = 0, device = 0, function = 0;
+  std::sscanf(id.c_str(), "%x:%x:%x.%x", &domain, &bus, &device, &function);
+  char out[32];
+  std::snprintf(out, sizeof out, "%08X:%02X:%02X.%X", domain, bus, device, function);
+  return out;
+}
+
+// One "nvlink_peers" entry: a GPU's bus id, "switch" / "switch:<bus id>", or "down".
+NvLinkPeer ParsePeer(const json& p, const std::string& path) {
+  const char* expected = "expected a PCI bus id, \"switch\", \"switch:<bus id>\" or \"down\"";
+  if (!p.is_string()) Fail(path, expected);
+  std::string text = p.get<std::string>();
+  NvLinkPeer peer;
+  if (text == "down") return peer;
+  std::string bus = text;
+  peer.kind = NvLinkPeer::Kind::kGpu;
+  if (text == "switch" || text.rfind("switch:", 0) == 0) {
+    peer.kind = NvLinkPeer::Kind::kSwitch;
+    bus = text == "switch" ? kDefaultSwitchBusId : text.substr(7);
+  }
+  if (BadBusId(bus)) Fail(path, expected);
+  peer.bus_id = NvmlBusId(bus);
+  return peer;
+}
+
 Process ParseProcess(const json& p, const std::string& path) {
   CheckKeys(p, path,
             {"pid", "used_memory_mib", "gpu_instance_id", "compute_instance_id", "sm_util_pct",
@@ -433,7 +463,7 @@ Device ParseDevice(const json& d, const std::string& path, unsigned position) {
   CheckKeys(d, path,
             {"uuid", "name", "pci_bus_id", "pci_device_id", "pci_subsystem_id", "serial", "minor",
              "vbios_version", "metrics", "not_supported", "gpm", "mig", "faults", "events",
-             "supported_event_types", "processes"});
+             "supported_event_types", "processes", "nvlink_peers"});
   Device dev;
   dev.uuid = String(d, "uuid", path);
   dev.name = String(d, "name", path, "NVIDIA H100 80GB HBM3");
@@ -464,6 +494,12 @@ Device ParseDevice(const json& d, const std::string& path, unsigned position) {
       dev.gpm = ParseGpm(d["gpm"]["metrics"], path + ".gpm.metrics");
   }
   dev.processes = ParseList<Process>(d, "processes", path, ParseProcess);
+  if (d.contains("nvlink_peers")) {
+    dev.nvlink_peers = ParseList<NvLinkPeer>(d, "nvlink_peers", path, ParsePeer);
+    if (dev.nvlink_peers->size() > kNvLinkSlots) {
+      Fail(path + ".nvlink_peers", "at most " + std::to_string(kNvLinkSlots) + " links");
+    }
+  }
   if (d.contains("mig")) ParseMig(d["mig"], path + ".mig", &dev);
   dev.faults = ParseList<Fault>(d, "faults", path, ParseFault);
   dev.events = ParseList<XidEvent>(d, "events", path, ParseEvent);

@@ -25,6 +25,8 @@ using namespace accel::devices::nvml;
 
 constexpr int kMaxDevices = 64;
 constexpr int kMaxMigDevices = 16;  ///< MIG device slots per GPU (H100: 7)
+/// NVLink links a fake GPU has (H100: 18); link numbers at or past it are INVALID_ARGUMENT.
+constexpr unsigned kNvLinkSlots = 18;
 
 /// A metric's value: constant, cycling through a list (one step per read), or a linear ramp in
 /// time since nvmlInit.
@@ -93,6 +95,13 @@ struct GpuInstance {
   int slot = 0;        ///< its nvmlGpuInstance_t handle slot
 };
 
+/// The far end of one NVLink link ("nvlink_peers" in the config).
+struct NvLinkPeer {
+  enum class Kind { kGpu, kSwitch, kDown };
+  Kind kind = Kind::kDown;  ///< kDown: the link exists but is inactive
+  std::string bus_id;       ///< NVML spelling ("00000000:43:00.0"); empty when down
+};
+
 struct Process {
   unsigned pid = 0;
   unsigned long long used_bytes = 0;
@@ -122,6 +131,9 @@ struct Device {
   std::vector<XidEvent> events;
   unsigned long long supported_event_types = 0;
   std::vector<Process> processes;
+  /// Link i's far end, from "nvlink_peers"; nullopt when the config has none (link state then
+  /// comes from the nvlink_links metric and remote queries are NOT_SUPPORTED).
+  std::optional<std::vector<NvLinkPeer>> nvlink_peers;
 
   // Run-time state.
   bool lost = false;

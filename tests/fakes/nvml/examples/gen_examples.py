@@ -2,7 +2,8 @@
 """Writes the fake-NVML example configs next to this script (deterministic; stdlib only).
 
   h100x8-mig.json      8x H100 80GB (the hgx-h100 host fixture's PCI addresses); GPUs 4-7 in MIG
-                       mode with 7 x 1g.10gb each; GPM on every GPU.
+                       mode with 7 x 1g.10gb each; GPM on every GPU; 18 NVLinks per GPU into the
+                       NVSwitch fabric.
   h100x8-all-mig.json  the same board with all 8 GPUs in MIG mode (8 x 7 instances): the exporter
                        benchmark's worst case.
 
@@ -113,6 +114,8 @@ def device(gpu, mig):
             },
         },
     }
+    # HGX: all 18 NVLink links of every GPU go to the NVSwitch fabric (one port per link).
+    d["nvlink_peers"] = ["switch"] * 18
     if mig:
         d["mig"] = {"mode": 1, "instances": mig_instances(gpu)}
     else:
@@ -137,6 +140,8 @@ def write(name, doc):
     text = re.sub(r"\[\s*([-\d.,\s]+?)\s*\]",
                   lambda m: "[" + ", ".join(x.strip() for x in m.group(1).split(",")) + "]", text)
     text = re.sub(r'\{\s*("start": [-\d.]+),\s*("per_second": [-\d.]+)\s*\}', r"{\1, \2}", text)
+    text = re.sub(r'\[\s*((?:"[^"\n]*",\s*)*"[^"\n]*")\s*\]',
+                  lambda m: "[" + ", ".join(x.strip() for x in m.group(1).split(",")) + "]", text)
     with open(path, "w") as f:
         f.write(text + "\n")
 

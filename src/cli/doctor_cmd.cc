@@ -1,0 +1,150 @@
+// accel doctor: what on this host blocks GPUDirect RDMA, training, or the flavors.
+//
+// The host is read with the sysfs source from --root (default "/"), never hwloc: the checks read
+// their evidence from the same root, so the topology and the evidence always describe the same
+// machine — this host, a fake tree in tests, or a copy of another host's /sys and /proc from a
+// support case — and the command needs nothing beyond sysfs (no hwloc XML parsing in a child).
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "common/error.h"
+#include "doctor/doctor.h"
+#include "placement/flavor.h"
+#include "placement/pci_alias.h"
+#include "topology/sysfs_source.h"
+
+namespace accel::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct DoctorCliOptions {
+  std::string role = "bare-metal";
+  std::string flavors;
+  std::string aliases;
+  std::string root = "/";
+  std::string gdr_level;
+  std::string output = "text";
+  bool verbose = false;
+};
+
+bool IsAliasFile(const fs::path& p) { return p.filename().string().rfind("aliases", 0) == 0; }
+
+bool IsFlavorExtension(const fs::path& p) {
+  std::string ext = p.extension().string();
+  return ext == ".yaml" || ext == ".yml" || ext == ".json";
+}
+
+// Flavors from a file, or from every *.yaml/*.yml/*.json of a directory (files named aliases*
+// there are PCI alias tables, used when --aliases is not given).
+void LoadFlavorInput(const DoctorCliOptions& o, doctor::DoctorOptions* d) {
+  if (!o.aliases.empty()) d->aliases = placement::LoadPciAliases(o.aliases);
+  if (o.flavors.empty()) return;
+  std::error_code ec;
+  if (!fs::is_directory(o.flavors, ec)) {
+    d->flavors = placement::LoadFlavors(o.flavors);
+    return;
+  }
+  std::vector<fs::path> files;
+  for (const fs::directory_entry& e : fs::directory_iterator(o.flavors, ec))
+    if (e.is_regular_file() && IsFlavorExtension(e.path())) files.push_back(e.path());
+  if (ec) throw InputError(o.flavors, "", "cannot list the directory: " + ec.message());
+  std::sort(files.begin(), files.end());
+  std::set<std::string> names;
+  for (const fs::path& p : files) {
+    if (IsAliasFile(p)) {
+      if (o.aliases.empty()) d->aliases = placement::LoadPciAliases(p.string());
+      continue;
+    }
+    for (placement::Flavor& f : placement::LoadFlavors(p.string())) {
+      if (!names.insert(f.name).second)
+        throw InputError(p.string(), "name", "flavor \"" + f.name + "\" is defined twice in " + o.flavors,
+                         "give every flavor its own name");
+      d->flavors.push_back(std::move(f));
+    }
+  }
+  if (d->flavors.empty())
+    throw InputError(o.flavors, "", "holds no flavor files (*.yaml, *.yml, *.json)");
+}
+
+int RunDoctorCommand(const DoctorCliOptions& o) {
+  try {
+    doctor::DoctorOptions d;
+    d.root = o.root;
+    if (!doctor::ParseRole(o.role, &d.role))
+      throw InputError("--role", "", "unknown role \"" + o.role + "\"",
+                       "use bare-metal, hypervisor or k8s-node");
+    d.gdr_level = o.gdr_level;
+    doctor::CheckGdrLevel(d.gdr_level);  // before anything is read: bad flags answer at once
+    LoadFlavorInput(o, &d);
+    topology::HostTopology host = topology::LoadSysfsHost(o.root);
+    doctor::CheckDoctorOptions(host, d);
+    doctor::DoctorReport report = doctor::RunDoctor(host, d);
+    std::cout << (o.output == "json" ? doctor::RenderDoctorJson(report)
+                                     : doctor::RenderDoctorText(report, o.verbose));
+    std::cout.flush();
+    return doctor::DoctorExitCode(report);
+  } catch (const InputError& e) {
+    std::cerr << "accel doctor: " << e.what() << "\n";
+    return kExitBadInput;
+  }
+}
+
+}  // namespace
+
+void RegisterDoctor(CLI::App& app, int* exit_code) {
+  auto opts = std::make_shared<DoctorCliOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "doctor",
+      "Check this host's readiness for GPUDirect RDMA, multi-node training and accelerator\n"
+      "flavors. Every check reads /sys and /proc (no GPU library needed), shows what it read and\n"
+      "prints the exact fix; most run unprivileged (ACS needs root and says so).\n\n"
+      "Checks (docs/doctor.md): GDR-01 peer memory (nvidia_peermem / DMA-BUF), GDR-02 GPU-NIC\n"
+      "PCIe distance vs NCCL_NET_GDR_LEVEL, GDR-03 IOMMU mode, GDR-04 ACS on GPU-NIC bridges,\n"
+      "GDR-05 PCIe link training, GDR-06 RDMA ports, GDR-08 BAR1, GDR-10 NVSwitch fabric\n"
+      "manager, HOST-01 hugepages vs flavors, HOST-02 isolcpus/nohz_full/irqaffinity, HOST-03\n"
+      "NUMA balancing, HOST-04 THP, HOST-05 governor, HOST-06 C-states, HOST-07 IRQ affinity,\n"
+      "HOST-08 device NUMA nodes, HOST-09 driver binding/persistenced, HOST-11 SR-IOV VFs.\n\n"
+      "Examples:\n"
+      "  accel doctor                                   # a bare-metal training node\n"
+      "  sudo accel doctor --verbose                    # everything, incl. ACS (root-only reads)\n"
+      "  accel doctor --role hypervisor --flavors examples/flavors   # a flavor host: IOMMU on,\n"
+      "                                                 # hugepages and isolated CPUs per node\n"
+      "  accel doctor --role k8s-node -o json           # for a DaemonSet or fleet report\n"
+      "  accel doctor --root /tmp/host-sosreport        # another host's copied /sys and /proc\n"
+      "  accel doctor --gdr-level PHB                   # as NCCL_NET_GDR_LEVEL=PHB would judge\n\n"
+      "Exit status: 0 nothing worse than info; 1 warnings; 4 failures (GPUDirect RDMA or the\n"
+      "flavors will not work); 2 bad input (flag, flavor file, --root without sys/).");
+  cmd->add_option("--role", opts->role,
+                  "what the host is for: bare-metal (training node), hypervisor (flavor host, "
+                  "VMs with passthrough), k8s-node")
+      ->check(CLI::IsMember({"bare-metal", "hypervisor", "k8s-node"}))
+      ->capture_default_str();
+  cmd->add_option("--flavors", opts->flavors,
+                  "flavor file or directory (YAML/JSON, as accel place reads them) the host must "
+                  "fit: hugepages per node, isolated CPUs, VFs; aliases*.json in the directory "
+                  "are PCI aliases");
+  cmd->add_option("--aliases", opts->aliases,
+                  "PCI alias file for the flavors' pci_passthrough:alias (default: aliases* in "
+                  "--flavors DIR, else by accelerator kind)");
+  cmd->add_option("--root", opts->root,
+                  "filesystem root holding sys/ and proc/ (a copy of another host's)")
+      ->capture_default_str();
+  cmd->add_option("--gdr-level", opts->gdr_level,
+                  "GPU-NIC distance NCCL allows GPUDirect RDMA at, as NCCL_NET_GDR_LEVEL: LOC, "
+                  "PIX, PXB (default), PHB, SYS, or 0-5");
+  cmd->add_option("-o,--output", opts->output, "text (problems only) or json (every check)")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  cmd->add_flag("-v,--verbose", opts->verbose, "text: show ok and n/a checks and all evidence");
+  cmd->callback([opts, exit_code] { *exit_code = RunDoctorCommand(*opts); });
+}
+
+}  // namespace accel::cli

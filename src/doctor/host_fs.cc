@@ -1,0 +1,142 @@
+#include "doctor/host_fs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <filesystem>
+#include <system_error>
+
+namespace accel::doctor {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string Join(const std::string& root, const std::string& path) {
+  if (root.empty() || root == "/") return path;
+  std::string r = root;
+  while (r.size() > 1 && r.back() == '/') r.pop_back();
+  return path.empty() || path[0] != '/' ? r + "/" + path : r + path;
+}
+
+std::string Trim(const std::string& s) {
+  size_t b = 0, e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  return s.substr(b, e - b);
+}
+
+// The reason a path cannot be opened, in the words an operator expects.
+std::string Reason(const std::string& full, int err) {
+  struct stat st;
+  if (err == ENOENT && ::lstat(full.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+    return "dangling symlink";
+  }
+  return std::strerror(err);
+}
+
+}  // namespace
+
+bool ReadBytes(const std::string& root, const std::string& path, size_t max_bytes,
+               std::string* bytes, std::string* why) {
+  const std::string full = Join(root, path);
+  bytes->clear();
+  int fd = ::open(full.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    int err = errno;
+    struct stat st;
+    bool dangling = ::lstat(full.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
+    *why = (err == ENOENT || err == ENOTDIR) && !dangling ? "missing" : Reason(full, err);
+    return false;
+  }
+  char buf[4096];
+  while (bytes->size() < max_bytes) {
+    size_t want = std::min(sizeof buf, max_bytes - bytes->size());
+    ssize_t n = ::read(fd, buf, want);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      *why = std::strerror(errno);
+      ::close(fd);
+      return false;
+    }
+    if (n == 0) break;
+    bytes->append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return true;
+}
+
+FileValue ReadFile(const std::string& root, const std::string& path, size_t max_bytes) {
+  FileValue v;
+  v.path = path;
+  std::string bytes, why;
+  if (ReadBytes(root, path, max_bytes, &bytes, &why)) {
+    v.ok = true;
+    v.value = Trim(bytes);
+  } else if (why == "missing") {
+    v.missing = true;
+    v.value = "(missing)";
+  } else {
+    v.value = "(unreadable: " + why + ")";
+  }
+  return v;
+}
+
+bool PathExists(const std::string& root, const std::string& path) {
+  struct stat st;
+  return ::stat(Join(root, path).c_str(), &st) == 0;
+}
+
+bool NaturalLess(const std::string& a, const std::string& b) {
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    bool da = std::isdigit(static_cast<unsigned char>(a[i]));
+    bool db = std::isdigit(static_cast<unsigned char>(b[j]));
+    if (da && db) {
+      size_t ie = i, je = j;
+      while (ie < a.size() && std::isdigit(static_cast<unsigned char>(a[ie]))) ++ie;
+      while (je < b.size() && std::isdigit(static_cast<unsigned char>(b[je]))) ++je;
+      // compare numerically without overflow: strip leading zeros, then length, then digits
+      size_t is = i, js = j;
+      while (is + 1 < ie && a[is] == '0') ++is;
+      while (js + 1 < je && b[js] == '0') ++js;
+      if (ie - is != je - js) return ie - is < je - js;
+      int c = a.compare(is, ie - is, b, js, je - js);
+      if (c != 0) return c < 0;
+      i = ie;
+      j = je;
+    } else {
+      if (a[i] != b[j]) return a[i] < b[j];
+      ++i;
+      ++j;
+    }
+  }
+  return a.size() - i < b.size() - j;
+}
+
+std::vector<std::string> ListDir(const std::string& root, const std::string& path) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  fs::directory_iterator it(Join(root, path), ec);
+  if (ec) return names;
+  for (const fs::directory_entry& e : it) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end(), NaturalLess);
+  return names;
+}
+
+std::string LinkBaseName(const std::string& root, const std::string& path) {
+  std::error_code ec;
+  fs::path target = fs::read_symlink(Join(root, path), ec);
+  if (ec) return "";
+  std::string s = target.string();
+  while (s.size() > 1 && s.back() == '/') s.pop_back();
+  size_t slash = s.rfind('/');
+  return slash == std::string::npos ? s : s.substr(slash + 1);
+}
+
+}  // namespace accel::doctor
