@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The main job: set up and build, show this host's topology, then place the example flavors on
 # this host and on the HGX H100 fixture (a no-fit on a host without GPUs is an answer, not a failure),
-# run the exporter once, show MIG layouts / validation / a plan, and run the node agent once.
+# run the exporter once, show MIG layouts / validation / a plan, the training-fabric tools (doctor,
+# GPU<->NIC pairing, NCCL settings, tune plan), then run the node agent, `accel serve`, which stays
+# in the foreground (ACCEL_RUN_ONCE=1: once, then exit).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -42,11 +44,31 @@ if [ -f examples/mig/fleet.yaml ]; then
   "$accel" mig plan --fleet examples/mig/fleet.yaml --demand examples/mig/demand.yaml || [ $? = 1 ]
 fi
 
-echo; echo "== accel serve --once (the node agent on this host: metrics, labels, device plugin)"
-"$accel" serve --once --config examples/agent/agent.yaml || true
+echo; echo "== multi-node training: accel doctor (this host; exit 1/4 = warnings/failures found)"
+"$accel" doctor || true
+hgx=fixtures/hosts/hgx-h100.json
+echo; echo "== accel fabric matrix / pairs on $hgx (each GPU with the NIC behind its own PCIe switch)"
+"$accel" fabric matrix -t "$hgx" | head -n 21
+"$accel" fabric pairs -t "$hgx"
+echo; echo "== accel fabric env on $hgx (NCCL/UCX settings of a training pod)"
+"$accel" fabric env -t "$hgx" | grep -E '^export|^    [0-9]\)' | head -n 8
+echo; echo "== accel tune plan on $hgx for examples/flavors/gpu-1g.yaml (kernel args, hugepages, CPU sets)"
+"$accel" tune plan -t "$hgx" --flavors examples/flavors/gpu-1g.yaml \
+  --aliases examples/flavors/aliases.json | sed -n '1,12p'
+
 if [ -f "$fake" ]; then
   echo; echo "== accel serve --once on the fake NVML (8 x H100, 4 in MIG mode), time-slicing config"
   FAKE_NVML_CONFIG=tests/fakes/nvml/examples/h100x8-mig.json \
     "$accel" serve --once --config examples/agent/time-slicing.yaml --vendors nvidia \
       --nvml-library "$fake" || true
+fi
+
+# The main job: the node agent on this host, in the foreground until Ctrl-C (or SIGTERM).
+# ACCEL_RUN_ONCE=1 runs it once and exits, for scripts.
+echo; echo "== accel serve: the node agent on this host (metrics on :9400/metrics, the host's"
+echo "   topology on :9400/topology, NFD labels and the device plugin where a kubelet is). Ctrl-C stops it."
+if [ "${ACCEL_RUN_ONCE:-0}" = 1 ]; then
+  "$accel" serve --once --config examples/agent/agent.yaml || true
+else
+  exec "$accel" serve --config examples/agent/agent.yaml
 fi

@@ -51,6 +51,7 @@ ordered_json FabricToJson(const Fabric& fabric) {
     nics.push_back(std::move(item));
   }
   ordered_json out;
+  out["schema"] = "accel.fabric-pairs/v1";
   out["pairs"] = std::move(pairs);
   out["nics"] = std::move(nics);
   out["notes"] = fabric.notes;
