@@ -3,67 +3,16 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/min_cost_assignment.h"
+
 namespace accel::fabric {
 namespace {
 
-using Cost = __int128;
-
-constexpr Cost kInfinity = static_cast<Cost>(1) << 120;
+using Cost = AssignmentCost;
 
 // Bandwidths are compared in 1/1024 GB/s steps: NCCL's link bandwidths (multiples of
 // 0.1875 GB/s) are exact there, so sums compare exactly.
 long long Quantize(double gbs) { return std::llround(std::max(gbs, 0.0) * 1024); }
-
-// Hungarian method (potentials, shortest augmenting paths) for rows <= cols; returns the
-// column of each row.
-std::vector<int> Hungarian(size_t rows, size_t cols, const std::vector<Cost>& a) {
-  size_t n = rows, m = cols;
-  std::vector<Cost> u(n + 1, 0), v(m + 1, 0), minv(m + 1);
-  std::vector<size_t> p(m + 1, 0), way(m + 1, 0);
-  std::vector<char> used(m + 1);
-  for (size_t i = 1; i <= n; ++i) {
-    p[0] = i;
-    size_t j0 = 0;
-    std::fill(minv.begin(), minv.end(), kInfinity);
-    std::fill(used.begin(), used.end(), 0);
-    do {
-      used[j0] = 1;
-      size_t i0 = p[j0], j1 = 0;
-      Cost delta = kInfinity;
-      for (size_t j = 1; j <= m; ++j) {
-        if (used[j]) continue;
-        Cost cur = a[(i0 - 1) * m + (j - 1)] - u[i0] - v[j];
-        if (cur < minv[j]) {
-          minv[j] = cur;
-          way[j] = j0;
-        }
-        if (minv[j] < delta) {
-          delta = minv[j];
-          j1 = j;
-        }
-      }
-      for (size_t j = 0; j <= m; ++j) {
-        if (used[j]) {
-          u[p[j]] += delta;
-          v[j] -= delta;
-        } else {
-          minv[j] -= delta;
-        }
-      }
-      j0 = j1;
-    } while (p[j0] != 0);
-    do {
-      size_t j1 = way[j0];
-      p[j0] = p[j1];
-      j0 = j1;
-    } while (j0 != 0);
-  }
-  std::vector<int> col(n, -1);
-  for (size_t j = 1; j <= m; ++j) {
-    if (p[j] != 0) col[p[j] - 1] = static_cast<int>(j - 1);
-  }
-  return col;
-}
 
 }  // namespace
 
@@ -95,7 +44,9 @@ std::vector<int> AssignWithCapacity(size_t gpus, size_t nics, const std::vector<
   for (size_t i = 0; i < gpus; ++i) {
     for (size_t j = 0; j < slots; ++j) matrix[i * slots + j] = encode(costs[i * nics + j / capacity]);
   }
-  std::vector<int> col = Hungarian(gpus, slots, matrix);
+  std::vector<int> col(gpus, -1);
+  if (!MinCostAssignment(matrix.data(), static_cast<int>(gpus), static_cast<int>(slots), col.data()))
+    return out;
   for (size_t i = 0; i < gpus; ++i) out[i] = col[i] < 0 ? -1 : col[i] / static_cast<int>(capacity);
   return out;
 }

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <system_error>
 
+#include "common/strings.h"
 #include "fabric/path.h"
 
 namespace accel::fabric {
@@ -89,31 +90,6 @@ bool HasRoceV2Gid(const fs::path& port_dir) {
   return false;
 }
 
-// Natural order of device names: "mlx5_2" < "mlx5_10".
-bool NaturalLess(const std::string& a, const std::string& b) {
-  size_t i = 0, j = 0;
-  while (i < a.size() && j < b.size()) {
-    bool da = std::isdigit(static_cast<unsigned char>(a[i]));
-    bool db = std::isdigit(static_cast<unsigned char>(b[j]));
-    if (da && db) {
-      size_t ei = i, ej = j;
-      while (ei < a.size() && std::isdigit(static_cast<unsigned char>(a[ei]))) ++ei;
-      while (ej < b.size() && std::isdigit(static_cast<unsigned char>(b[ej]))) ++ej;
-      std::string na = a.substr(i, ei - i), nb = b.substr(j, ej - j);
-      na.erase(0, std::min(na.find_first_not_of('0'), na.size()));
-      nb.erase(0, std::min(nb.find_first_not_of('0'), nb.size()));
-      if (na.size() != nb.size()) return na.size() < nb.size();
-      if (na != nb) return na < nb;
-      i = ei;
-      j = ej;
-      continue;
-    }
-    if (a[i] != b[j]) return a[i] < b[j];
-    ++i;
-    ++j;
-  }
-  return a.size() - i < b.size() - j;
-}
 
 }  // namespace
 

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/strings.h"
 #include "fabric/yaml_blocks.h"
 
 namespace accel::fabric {
@@ -22,11 +23,6 @@ constexpr const char* kWrapperFile = "rank-env.sh";
 // through host memory.
 constexpr PathType kGdrLimit = PathType::kPxb;
 
-std::string Join(const std::vector<std::string>& items, const std::string& sep) {
-  std::string out;
-  for (size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + items[i];
-  return out;
-}
 
 std::string Hca(const FabricNic& nic) { return nic.rdma_device + ":" + std::to_string(nic.port); }
 
@@ -76,7 +72,7 @@ void AddNcclNetworkEnv(const Fabric& fabric, const std::vector<int>& used,
   }
   s->hcas = hcas;
   if (!hcas.empty()) {
-    s->env.push_back({"NCCL_IB_HCA", "=" + Join(hcas, ","),
+    s->env.push_back({"NCCL_IB_HCA", "=" + JoinStrings(hcas, ","),
                       "exact HCA list (leading '='): the " + std::to_string(hcas.size()) +
                           " NICs paired with the GPUs; storage/management NICs stay out"});
   } else {
@@ -84,7 +80,7 @@ void AddNcclNetworkEnv(const Fabric& fabric, const std::vector<int>& used,
   }
   if (layers.size() > 1)
     s->warnings.push_back("the paired NICs mix link layers (" +
-                          Join({layers.begin(), layers.end()}, ", ") +
+                          JoinStrings({layers.begin(), layers.end()}, ", ") +
                           "); NCCL uses one kind per job: pass --link-layer");
   if (roce) {
     for (int i : used) {
@@ -206,7 +202,7 @@ std::string RankCase(const TrainingSettings& settings, const std::string& indent
     std::vector<std::string> exports;
     for (const EnvVar& v : rank.env)
       exports.push_back("export " + v.name + "=" + ShellQuote(v.value));
-    out += exports.empty() ? " :" : " " + Join(exports, "; ");
+    out += exports.empty() ? " :" : " " + JoinStrings(exports, "; ");
     out += " ;;  # GPU " + rank.gpu_address + "\n";
   }
   out += indent + "  *) echo \"accel rank-env: LOCAL_RANK '${LOCAL_RANK:-}' is not one of 0.." +

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "placement/small_vector.h"
+#include "common/small_vector.h"
 
 namespace accel::placement {
 

@@ -4,17 +4,17 @@
 #include <functional>
 #include <set>
 
-#include "placement/assignment.h"
+#include "common/min_cost_assignment.h"
 #include "placement/cell_fit.h"
 #include "placement/node_view.h"
 #include "placement/pci_fit.h"
-#include "placement/small_vector.h"
+#include "common/small_vector.h"
 
 namespace accel::placement {
 
 namespace {
 
-// Score levels, most important first, packed into one Cost per (cell, node):
+// Score levels, most important first, packed into one AssignmentCost per (cell, node):
 //   pci   - the node has no free device the guest asked for (only for guests with PCI requests)
 //   accel - free accelerators the node would lose to a guest that asked for none
 //   cores - whole free cores the cell breaks
@@ -32,9 +32,9 @@ static_assert(kAccelShift + kAccelBits <= 64, "one cell's levels below pci must 
 // A budget on node subsets examined for PCI affinity; real hosts need a few hundred at most.
 constexpr int kMaxSubsets = 50000;
 
-Cost Level(long value, int bits, int shift) {
+AssignmentCost Level(long value, int bits, int shift) {
   long cap = (1L << bits) - 1;
-  return static_cast<Cost>(std::clamp(value, 0L, cap)) << shift;
+  return static_cast<AssignmentCost>(std::clamp(value, 0L, cap)) << shift;
 }
 
 using Devices = std::vector<std::vector<const topology::PciDevice*>>;
@@ -49,7 +49,7 @@ struct HostView {
 };
 
 // Costs, nodes and demands per call: inline up to these sizes, so typical calls allocate nothing.
-using CostMatrix = SmallVector<Cost, 64>;
+using CostMatrix = SmallVector<AssignmentCost, 64>;
 using NodeList = SmallVector<int, 16>;
 
 // The search over one request. Costs live in a flat [cell][node] matrix; kForbidden marks a
@@ -73,13 +73,13 @@ struct Search {
   std::vector<CellFit> exact_fits;    // [cell * n + node], exact mode only
 
   bool has_best = false;
-  Cost best_cost = 0;
+  AssignmentCost best_cost = 0;
   NodeList best_nodes;
   Devices best_devices;
   int subsets = 0;
 
   // The levels below pci fit in 64 bits for one cell; they are built there and widened once.
-  Cost CellCost(int h, int whole_cores_broken, int free_threads_after) const {
+  AssignmentCost CellCost(int h, int whole_cores_broken, int free_threads_after) const {
     auto level = [](long value, int bits, int shift) {
       return static_cast<uint64_t>(std::clamp(value, 0L, (1L << bits) - 1)) << shift;
     };
@@ -87,8 +87,8 @@ struct Search {
     uint64_t low = level(whole_cores_broken, kCoreBits, kCoreShift) +
                    level(pack ? free_threads_after : max_fill - free_threads_after, kFillBits, kFillShift) +
                    level(h, kNodeBits, 0);
-    if (!wants_pci) return static_cast<Cost>(low + level(nodes[h].free_accelerators, kAccelBits, kAccelShift));
-    return static_cast<Cost>(low) + (pool.DevicesOnNode(h) == 0 ? Level(1, 1, kPciShift) : 0);
+    if (!wants_pci) return static_cast<AssignmentCost>(low + level(nodes[h].free_accelerators, kAccelBits, kAccelShift));
+    return static_cast<AssignmentCost>(low) + (pool.DevicesOnNode(h) == 0 ? Level(1, 1, kPciShift) : 0);
   }
 
   bool Usable(size_t h) const {
@@ -111,7 +111,7 @@ struct Search {
     if (exact) exact_fits.assign(k * n, CellFit());
     const bool emulator = req.emulator_policy == EmulatorPolicy::kIsolate;
     for (size_t g = 0; g < k; ++g) {
-      Cost* row = &cost[g * n];
+      AssignmentCost* row = &cost[g * n];
       if (!exact && g > 0 && demand[g] == demand[g - 1]) {
         std::copy(row - n, row, row);
         continue;
@@ -146,11 +146,11 @@ struct Search {
   // Best assignment whose nodes include every node in `forced`; keeps it if better than best.
   void TryForced(const std::vector<int>& forced) {
     if (k == 1) return TryForcedOneCell(forced);
-    const Cost* c = cost.data();
+    const AssignmentCost* c = cost.data();
     CostMatrix forced_cost;
     if (!forced.empty()) {
       forced_cost = cost;
-      const Cost bonus = static_cast<Cost>(1) << kForceShift;
+      const AssignmentCost bonus = static_cast<AssignmentCost>(1) << kForceShift;
       for (size_t g = 0; g < k; ++g)
         for (int h : forced)
           if (forced_cost[g * n + h] < kForbidden) forced_cost[g * n + h] -= bonus;
@@ -163,7 +163,7 @@ struct Search {
     if (!(same_rows ? SameRowsAssignment(c, rows, cols, assign.data())
                     : MinCostAssignment(c, rows, cols, assign.data())))
       return;
-    Cost total = 0;
+    AssignmentCost total = 0;
     for (size_t g = 0; g < k; ++g) total += cost[g * n + assign[g]];
     for (int h : forced)
       if (std::find(assign.begin(), assign.end(), h) == assign.end()) return;

@@ -6,6 +6,8 @@
 #include <sstream>
 #include <vector>
 
+#include "common/strings.h"
+
 namespace accel::topology {
 
 namespace {
@@ -31,11 +33,6 @@ std::string Hex4(uint16_t v) {
   return buf;
 }
 
-std::string Join(const std::vector<std::string>& items, const std::string& sep) {
-  std::string out;
-  for (size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + items[i];
-  return out;
-}
 
 std::string Plural(size_t n, const std::string& one, const std::string& many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
@@ -64,15 +61,15 @@ std::string DeviceLine(const HostTopology& host, const PciDevice& dev) {
   line += "[" + Hex4(dev.vendor_id) + ":" + Hex4(dev.device_id) + "]";
   if (!dev.name.empty()) line += " " + dev.name;
   std::vector<std::string> extras;
-  if (!dev.rdma_devices.empty()) extras.push_back("rdma " + Join(dev.rdma_devices, ","));
-  if (!dev.netdevs.empty()) extras.push_back("net " + Join(dev.netdevs, ","));
-  if (!dev.os_devices.empty()) extras.push_back(Join(dev.os_devices, ","));
+  if (!dev.rdma_devices.empty()) extras.push_back("rdma " + JoinStrings(dev.rdma_devices, ","));
+  if (!dev.netdevs.empty()) extras.push_back("net " + JoinStrings(dev.netdevs, ","));
+  if (!dev.os_devices.empty()) extras.push_back(JoinStrings(dev.os_devices, ","));
   if (dev.sriov_total_vfs > 0) {
     extras.push_back("PF with " + std::to_string(dev.sriov_num_vfs) + " of " +
                      std::to_string(dev.sriov_total_vfs) + " VFs enabled");
   }
   if (dev.link_gbps > 0) extras.push_back(Format("link %.3g GB/s", dev.link_gbps));
-  if (!extras.empty()) line += "  (" + Join(extras, "; ") + ")";
+  if (!extras.empty()) line += "  (" + JoinStrings(extras, "; ") + ")";
   return line + "\n";
 }
 
@@ -91,7 +88,7 @@ void ListDevices(const HostTopology& host, const std::vector<const PciDevice*>& 
   }
   if (!switches.empty())
     out << "    " << Plural(switches.size(), "NVSwitch", "NVSwitches") << ": "
-        << Join(switches, ", ") << "\n";
+        << JoinStrings(switches, ", ") << "\n";
 }
 
 // "other PCI functions: 2 storage, 1 other" for what IsListed leaves out (bridges are noise).
@@ -105,7 +102,7 @@ std::string OthersSummary(const std::vector<const PciDevice*>& devices) {
   std::vector<std::string> parts;
   if (storage > 0) parts.push_back(std::to_string(storage) + " storage");
   if (other > 0) parts.push_back(std::to_string(other) + " other");
-  return parts.empty() ? "" : "    other PCI functions: " + Join(parts, ", ") + "\n";
+  return parts.empty() ? "" : "    other PCI functions: " + JoinStrings(parts, ", ") + "\n";
 }
 
 // "packages 0-23: <model>" lines, one per distinct model.
@@ -164,7 +161,7 @@ std::string MemoryLine(const NumaNode& node) {
     pools.push_back(PageSize(p.size_kib) + ": " + std::to_string(p.free) + " of " +
                     std::to_string(p.total) + " free");
   }
-  if (!pools.empty()) line += "; hugepages " + Join(pools, ", ");
+  if (!pools.empty()) line += "; hugepages " + JoinStrings(pools, ", ");
   else if (node.pages.size() > 1) line += "; no hugepages reserved";
   return line;
 }

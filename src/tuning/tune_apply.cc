@@ -3,17 +3,13 @@
 #include <string>
 #include <vector>
 
+#include "common/strings.h"
 #include "tuning/tune_internal.h"
 
 namespace accel::tuning {
 
 namespace {
 
-std::string Join(const std::vector<std::string>& parts, const std::string& sep) {
-  std::string s;
-  for (const std::string& p : parts) s += (s.empty() ? "" : sep) + p;
-  return s;
-}
 
 bool ModelHas(const topology::HostTopology& host, const std::string& word) {
   for (const topology::Package& p : host.packages)
@@ -41,7 +37,7 @@ std::string HugepagesArg(const topology::HostTopology& host, const TunePlan& pla
     parts.push_back(std::to_string(np.node) + ":" + std::to_string(pages));
     total += pages;
   }
-  return "hugepages=" + (parts.size() == 1 ? std::to_string(total) : Join(parts, ","));
+  return "hugepages=" + (parts.size() == 1 ? std::to_string(total) : JoinStrings(parts, ","));
 }
 
 std::vector<std::string> KernelArgs(const topology::HostTopology& host, const TunePlan& plan,
@@ -85,7 +81,7 @@ std::vector<std::string> NovaConf(const TunePlan& plan, bool pin, const TuneOpti
 }
 
 std::vector<std::string> Commands(const TunePlan& plan, bool pin) {
-  std::string args = Join(plan.kernel_args, " ");
+  std::string args = JoinStrings(plan.kernel_args, " ");
   std::vector<std::string> c = {
       "# RHEL, Rocky, Alma: add the kernel arguments to every installed kernel",
       "grubby --update-kernel=ALL --args=\"" + args + "\"",

@@ -4,17 +4,13 @@
 #include <string>
 #include <vector>
 
+#include "common/strings.h"
 #include "tuning/tune_plan.h"
 
 namespace accel::tuning {
 
 namespace {
 
-std::string Join(const std::vector<std::string>& parts, const std::string& sep) {
-  std::string s;
-  for (const std::string& p : parts) s += (s.empty() ? "" : sep) + p;
-  return s;
-}
 
 std::string CpusCell(const CpuSet& cpus) {
   return cpus.Empty() ? "-" : cpus.ToString() + " (" + std::to_string(cpus.Count()) + ")";
@@ -34,7 +30,7 @@ std::string GuestsCell(const std::vector<std::string>& guests) {
   }
   std::vector<std::string> parts;
   for (const auto& [flavor, n] : counts) parts.push_back(flavor + " x" + std::to_string(n));
-  return parts.empty() ? "-" : Join(parts, ", ");
+  return parts.empty() ? "-" : JoinStrings(parts, ", ");
 }
 
 std::string Table(const std::vector<std::vector<std::string>>& rows) {
@@ -68,7 +64,7 @@ std::string RenderTunePlanText(const TunePlan& plan) {
                     std::to_string(np.host_memory_mib), CpusCell(np.dedicated),
                     CpusCell(np.housekeeping), GuestsCell(np.guests)});
   out += Table(rows);
-  out += "\nKernel command line (add):\n  " + Join(plan.kernel_args, " ") + "\n";
+  out += "\nKernel command line (add):\n  " + JoinStrings(plan.kernel_args, " ") + "\n";
   out += "\nnova.conf:\n";
   for (const std::string& line : plan.nova_conf) out += "  " + line + "\n";
   out += "\nCommands:\n";
@@ -100,7 +96,7 @@ std::string RenderTunePlanJson(const TunePlan& plan) {
   j["dedicated"] = plan.dedicated.ToString();
   j["housekeeping"] = plan.housekeeping.ToString();
   j["kernel_args"] = plan.kernel_args;
-  j["kernel_cmdline"] = Join(plan.kernel_args, " ");
+  j["kernel_cmdline"] = JoinStrings(plan.kernel_args, " ");
   j["nova_conf"] = plan.nova_conf;
   j["commands"] = plan.commands;
   j["planned"] = plan.planned;

@@ -12,7 +12,7 @@
 #include <type_traits>
 #include <vector>
 
-namespace accel::placement {
+namespace accel {
 
 template <class T, size_t N>
 class SmallVector {
@@ -79,4 +79,4 @@ class SmallVector {
   bool on_heap_ = false;
 };
 
-}  // namespace accel::placement
+}  // namespace accel

@@ -1,14 +1,14 @@
-#include "placement/assignment.h"
+#include "common/min_cost_assignment.h"
 
-#include "placement/small_vector.h"
+#include "common/small_vector.h"
 
-namespace accel::placement {
+namespace accel {
 
-bool MinCostAssignment(const Cost* cost, int rows, int cols, int* out) {
+bool MinCostAssignment(const AssignmentCost* cost, int rows, int cols, int* out) {
   if (rows == 0 || rows > cols) return false;
-  const Cost inf = static_cast<Cost>(1) << 120;
+  const AssignmentCost inf = static_cast<AssignmentCost>(1) << 120;
   // Potentials u (rows) and v (columns), 1-based with a virtual column 0 (e-maxx formulation).
-  SmallVector<Cost, 65> u(rows + 1, 0), v(cols + 1, 0), minv(cols + 1, inf);
+  SmallVector<AssignmentCost, 65> u(rows + 1, 0), v(cols + 1, 0), minv(cols + 1, inf);
   SmallVector<int, 65> match(cols + 1, 0), way(cols + 1, 0);
   SmallVector<char, 65> used(cols + 1, 0);
   for (int i = 1; i <= rows; ++i) {
@@ -19,12 +19,12 @@ bool MinCostAssignment(const Cost* cost, int rows, int cols, int* out) {
     do {
       used[j0] = 1;
       const int i0 = match[j0];
-      const Cost* row = cost + static_cast<size_t>(i0 - 1) * cols;
-      Cost delta = inf;
+      const AssignmentCost* row = cost + static_cast<size_t>(i0 - 1) * cols;
+      AssignmentCost delta = inf;
       int j1 = 0;
       for (int j = 1; j <= cols; ++j) {
         if (used[j]) continue;
-        Cost cur = row[j - 1] - u[i0] - v[j];
+        AssignmentCost cur = row[j - 1] - u[i0] - v[j];
         if (cur < minv[j]) {
           minv[j] = cur;
           way[j] = j0;
@@ -58,7 +58,7 @@ bool MinCostAssignment(const Cost* cost, int rows, int cols, int* out) {
   return true;
 }
 
-bool SameRowsAssignment(const Cost* row, int rows, int cols, int* out) {
+bool SameRowsAssignment(const AssignmentCost* row, int rows, int cols, int* out) {
   if (rows == 0 || rows > cols) return false;
   // Selection, not a sort: rows is the guest's cell count, a handful.
   SmallVector<char, 64> taken(cols, 0);
@@ -73,12 +73,12 @@ bool SameRowsAssignment(const Cost* row, int rows, int cols, int* out) {
   return true;
 }
 
-std::vector<int> MinCostAssignment(const std::vector<std::vector<Cost>>& cost) {
+std::vector<int> MinCostAssignment(const std::vector<std::vector<AssignmentCost>>& cost) {
   const int rows = static_cast<int>(cost.size());
   if (rows == 0) return {};
   const int cols = static_cast<int>(cost[0].size());
   if (rows > cols) return {};
-  std::vector<Cost> flat;
+  std::vector<AssignmentCost> flat;
   flat.reserve(static_cast<size_t>(rows) * cols);
   for (const auto& row : cost) flat.insert(flat.end(), row.begin(), row.end());
   std::vector<int> result(rows, -1);
@@ -86,4 +86,4 @@ std::vector<int> MinCostAssignment(const std::vector<std::vector<Cost>>& cost) {
   return result;
 }
 
-}  // namespace accel::placement
+}  // namespace accel
