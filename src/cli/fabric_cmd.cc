@@ -11,6 +11,8 @@
 #include "cli/table.h"
 #include "common/error.h"
 #include "common/yaml_out.h"
+#include "devices/interconnect.h"
+#include "devices/nvml_links.h"
 #include "fabric/fabric_json.h"
 #include "fabric/pairing.h"
 
@@ -21,7 +23,21 @@ namespace {
 struct MatrixOptions {
   FabricInputs inputs;
   bool nccl = false;
+  /// NVML to read NVLink peers from; "" = libnvidia-ml.so.1 for a live topology, none otherwise.
+  std::string nvml_library;
 };
+
+// NVLink counts between the GPUs (n×n, row-major; all zero when NVML cannot say), so GPU pairs
+// read "NV18" as in nvidia-smi. The PCI tree has no NVLink: only the vendor library knows.
+std::vector<int> NvlinkCounts(const topology::HostTopology& host, const fabric::Fabric& f,
+                              const MatrixOptions& o) {
+  std::string library = o.nvml_library;
+  if (library.empty() && o.inputs.topology == "live") library = "libnvidia-ml.so.1";
+  if (library.empty() || f.gpus.empty()) return std::vector<int>(f.gpus.size() * f.gpus.size());
+  devices::Interconnect ic = devices::PcieInterconnect(host, f.gpus);
+  devices::AddPeerLinks(ic, devices::ReadNvmlPeerLinks(library, f.gpus));
+  return ic.links;
+}
 
 struct PairsOptions {
   FabricInputs inputs;
@@ -44,7 +60,8 @@ std::string CpuAffinity(const topology::HostTopology& host, int numa) {
 }
 
 // `nvidia-smi topo -m`'s layout: one row and column per GPU and NIC, then the legends.
-std::string RenderMatrix(const topology::HostTopology& host, const fabric::Fabric& f, bool nccl) {
+std::string RenderMatrix(const topology::HostTopology& host, const fabric::Fabric& f, bool nccl,
+                         const std::vector<int>& nvlinks) {
   size_t G = f.gpus.size(), E = G + f.nics.size();
   std::vector<std::string> names;
   for (size_t g = 0; g < G; ++g) names.push_back("GPU" + std::to_string(f.pairs[g].gpu_index));
@@ -60,6 +77,11 @@ std::string RenderMatrix(const topology::HostTopology& host, const fabric::Fabri
     std::vector<std::string> row{names[i]};
     for (size_t j = 0; j < E; ++j) {
       const fabric::PathInfo& p = f.matrix[i * E + j];
+      int links = i < G && j < G ? nvlinks[i * G + j] : 0;
+      if (i != j && links > 0) {
+        row.push_back(nccl ? "NVL" : "NV" + std::to_string(links));
+        continue;
+      }
       row.push_back(i == j ? "X" : nccl ? fabric::PathTypeName(p.type) : p.smi);
     }
     if (i < G) {
@@ -77,6 +99,7 @@ std::string RenderMatrix(const topology::HostTopology& host, const fabric::Fabri
         "  PHB  = through a CPU root complex of one NUMA node (nvidia-smi PHB or NODE)\n"
         "  PXB  = through several PCIe switches, no host bridge\n"
         "  PIX  = through at most one PCIe switch (Broadcom two-level switches count as one)\n"
+        "  NVL  = NVLink, direct or through NVSwitch (read from NVML)\n"
         "  NCCL uses GPUDirect RDMA up to NCCL_NET_GDR_LEVEL, PXB by default.\n";
   } else {
     out +=
@@ -88,7 +111,13 @@ std::string RenderMatrix(const topology::HostTopology& host, const fabric::Fabri
         "  PXB  = Connection traversing multiple PCIe bridges (without traversing the PCIe Host "
         "Bridge)\n"
         "  PIX  = Connection traversing at most a single PCIe bridge\n"
-        "  (NVLink is not in the topology model: GPU pairs show their PCIe path.)\n";
+        "  NV#  = Connection traversing a bonded set of # NVLinks\n";
+  }
+  bool any_nvlink = false;
+  for (int links : nvlinks) any_nvlink = any_nvlink || links > 0;
+  if (!any_nvlink && f.gpus.size() > 1) {
+    out += "  (no NVLink reported: GPU pairs show their PCIe path; NVLink counts come from NVML,\n"
+           "   on a live host or with --nvml-library)\n";
   }
   if (!f.nics.empty()) {
     out += "\nNIC Legend:\n\n";
@@ -137,7 +166,7 @@ int RunMatrix(const MatrixOptions& o) {
   try {
     topology::HostTopology host;
     fabric::Fabric f = LoadFabric(o.inputs, &host);
-    std::cout << RenderMatrix(host, f, o.nccl);
+    std::cout << RenderMatrix(host, f, o.nccl, NvlinkCounts(host, f, o));
     std::cout.flush();
     return kExitOk;
   } catch (const InputError& e) {
@@ -176,10 +205,14 @@ void RegisterMatrix(CLI::App* fabric, int* exit_code) {
       "  accel fabric matrix                                  # this machine\n"
       "  accel fabric matrix --nccl                           # NCCL's view (what GDR uses)\n"
       "  accel fabric matrix -t fixtures/hosts/hgx-h100.json  # a saved host\n"
-      "  accel fabric matrix -t host.json --root /tmp/sysfs   # ports from a sysfs copy\n\n"
+      "  accel fabric matrix -t host.json --root /tmp/sysfs   # ports from a sysfs copy\n"
+      "  accel fabric matrix -t host.json --nvml-library /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1\n\n"
       "Exit status: 0 printed; 2 bad input (topology file, --gpus, --root).");
   AddFabricInputOptions(cmd, &o->inputs);
   cmd->add_flag("--nccl", o->nccl, "print NCCL's path types (LOC, PIX, PXB, PHB, SYS)");
+  cmd->add_option("--nvml-library", o->nvml_library,
+                  "NVML to read NVLink/NVSwitch links from (GPU pairs print NV#); default "
+                  "libnvidia-ml.so.1 with a live topology, none with a file");
   cmd->callback([o, exit_code] { *exit_code = RunMatrix(*o); });
 }
 

@@ -11,6 +11,8 @@
 #include <filesystem>
 #include <system_error>
 
+#include "common/strings.h"
+
 namespace accel::doctor {
 
 namespace fs = std::filesystem;
@@ -92,32 +94,6 @@ bool PathExists(const std::string& root, const std::string& path) {
   return ::stat(Join(root, path).c_str(), &st) == 0;
 }
 
-bool NaturalLess(const std::string& a, const std::string& b) {
-  size_t i = 0, j = 0;
-  while (i < a.size() && j < b.size()) {
-    bool da = std::isdigit(static_cast<unsigned char>(a[i]));
-    bool db = std::isdigit(static_cast<unsigned char>(b[j]));
-    if (da && db) {
-      size_t ie = i, je = j;
-      while (ie < a.size() && std::isdigit(static_cast<unsigned char>(a[ie]))) ++ie;
-      while (je < b.size() && std::isdigit(static_cast<unsigned char>(b[je]))) ++je;
-      // compare numerically without overflow: strip leading zeros, then length, then digits
-      size_t is = i, js = j;
-      while (is + 1 < ie && a[is] == '0') ++is;
-      while (js + 1 < je && b[js] == '0') ++js;
-      if (ie - is != je - js) return ie - is < je - js;
-      int c = a.compare(is, ie - is, b, js, je - js);
-      if (c != 0) return c < 0;
-      i = ie;
-      j = je;
-    } else {
-      if (a[i] != b[j]) return a[i] < b[j];
-      ++i;
-      ++j;
-    }
-  }
-  return a.size() - i < b.size() - j;
-}
 
 std::vector<std::string> ListDir(const std::string& root, const std::string& path) {
   std::vector<std::string> names;

@@ -48,7 +48,4 @@ std::vector<std::string> ListDir(const std::string& root, const std::string& pat
 /// PCI function: "/sys/bus/pci/devices/X/driver" → "nvidia"); "" when it is not a link.
 std::string LinkBaseName(const std::string& root, const std::string& path);
 
-/// Natural ordering of names with numbers: "cpu2" < "cpu10", "mlx5_2" < "mlx5_10".
-bool NaturalLess(const std::string& a, const std::string& b);
-
 }  // namespace accel::doctor

@@ -104,19 +104,24 @@ Finding CheckGdr07PcieTuning(const Context& ctx) {
   int nics_known = 0;
   for (const PciDevice* nic : ctx.rdma_pfs) {
     const RegsRead& r = cache.Get(nic);
-    evidence.push_back({PciAttr(nic->address, "config"), r.evidence + " [" + DeviceLabel(*nic) + "]"});
+    evidence.push_back({PciAttr(nic->address, "config"),
+                        r.evidence + (nic->rdma_devices.empty() ? "" : " [" + nic->rdma_devices.front() + "]")});
     needs_root |= r.needs_root;
     if (!r.known) {
       if (r.evidence != "no PCI Express capability") unknown.push_back(nic->address);
       continue;
     }
     ++nics_known;
+    // Each setpci line starts from what the line before it leaves, so both can be applied.
     uint16_t ctrl = r.regs.device_control;
     int mrrs = r.regs.max_read_request();
     if (mrrs != kWantedReadRequest) {
-      low_mrrs.push_back(Short(*nic) + " " + (mrrs > 0 ? std::to_string(mrrs) : std::string("reserved")));
-      mrrs_fix += "setpci -s " + nic->address + " CAP_EXP+8.w=" +
-                  Hex4(WithMaxReadRequest(ctrl, kWantedReadRequest)) + "   # was " + Hex4(ctrl) + "\n";
+      low_mrrs.push_back(Short(*nic) + " " +
+                         (mrrs > 0 ? std::to_string(mrrs) + " bytes" : std::string("reserved")));
+      uint16_t fixed = WithMaxReadRequest(ctrl, kWantedReadRequest);
+      mrrs_fix += "setpci -s " + nic->address + " CAP_EXP+8.w=" + Hex4(fixed) + "   # was " +
+                  Hex4(ctrl) + "\n";
+      ctrl = fixed;
     }
     if (!r.regs.relaxed_ordering()) {
       ro_off.push_back(Short(*nic));
@@ -182,7 +187,8 @@ Finding CheckGdr07PcieTuning(const Context& ctx) {
   if (!mismatched.empty()) {
     sev = std::max(sev, bus_perf ? Severity::kInfo : Severity::kWarn);
     problems.push_back("MaxPayload differs along " + std::to_string(mismatched.size()) +
-                       " GPU-NIC paths: " + JoinList(mismatched, 3) +
+                       (mismatched.size() == 1 ? " GPU-NIC path: " : " GPU-NIC paths: ") +
+                       JoinList(mismatched, 3) +
                        (bus_perf ? " (expected with pci=pcie_bus_perf)"
                                  : "; peer-to-peer writes are cut to the smallest size or, above "
                                    "a receiver's limit, rejected as malformed"));

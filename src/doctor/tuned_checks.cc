@@ -131,12 +131,13 @@ Finding CheckHost10Tuned(const Context& ctx) {
   std::istringstream words(active.value);
   for (std::string w; words >> w;) profiles.push_back(w);
   std::set<std::string> lineage;
+  std::vector<std::string> chain;  // the same, in include order
   for (const std::string& p : profiles)
-    for (const std::string& q : Lineage(ctx, p)) lineage.insert(q);
+    for (const std::string& q : Lineage(ctx, p))
+      if (lineage.insert(q).second) chain.push_back(q);
   bool fits = false, power = false;
   for (const std::string& e : expected) fits |= lineage.count(e) > 0;
   for (const std::string& p : lineage) power |= PowerSaving(p);
-  std::vector<std::string> chain(lineage.begin(), lineage.end());
   if (lineage.size() > profiles.size())
     evidence.push_back({"tuned include= chain", JoinList(chain, 8)});
 

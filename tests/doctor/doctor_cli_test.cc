@@ -47,7 +47,7 @@ TEST_F(DoctorCliTest, JsonHasEveryFinding) {
   nlohmann::json doc = nlohmann::json::parse(r.output);
   EXPECT_EQ(doc["schema"], "accel.doctor/v1");
   EXPECT_EQ(doc["hostname"], "hgx-h100");
-  EXPECT_EQ(doc["findings"].size(), 18u);
+  EXPECT_EQ(doc["findings"].size(), 21u);
   EXPECT_EQ(doc["findings"][0]["id"], "GDR-01");
   EXPECT_EQ(doc["exit_code"], 0);
   EXPECT_TRUE(doc["findings"][0]["evidence"].is_array());

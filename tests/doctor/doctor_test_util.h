@@ -1,12 +1,15 @@
 // Fake hosts for doctor tests: a fixture machine written as a sysfs/procfs tree (fake_sysfs.h)
 // plus what a healthy, well-set-up host also shows (peermem loaded, GPUs on the nvidia driver,
 // persistenced and fabric manager running, performance governor, shallow C-states, local IRQs,
-// ACS capabilities without redirect), and helpers to break one thing at a time.
+// ACS capabilities without redirect, PCIe MaxReadReq 4096 and equal MaxPayload, tuned's
+// accelerator-performance, a pod's memlock, verbs devices and /dev/shm), and helpers to break
+// one thing at a time.
 #pragma once
 
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -69,14 +72,27 @@ class TempRoot {
   std::string path_;
 };
 
-/// 4096 bytes of config space with an AER capability at 0x100 and, when `acs` is set, an ACS
-/// capability at 0x148 whose control word is *acs.
-inline std::string ConfigSpace(std::optional<uint16_t> acs) {
+/// Device Control of a well-set-up device: MaxReadReq 4096, MaxPayload 256, relaxed ordering
+/// and no-snoop enabled, error reporting on.
+constexpr uint16_t kHealthyDevCtl = 0x583f;
+
+/// 4096 bytes of config space: a power management capability at 0x40 and the PCI Express
+/// capability at 0x60 (Device Capabilities with `mps_supported_code`, Device Control
+/// `devctl`); an AER capability at 0x100 and, when `acs` is set, an ACS capability at 0x148
+/// whose control word is *acs.
+inline std::string ConfigSpace(std::optional<uint16_t> acs, uint16_t devctl = kHealthyDevCtl,
+                               unsigned mps_supported_code = 2) {
   std::string c(kExtendedConfigSize, '\0');
   auto put32 = [&](size_t at, uint32_t v) {
     for (int i = 0; i < 4; ++i) c[at + i] = static_cast<char>((v >> (8 * i)) & 0xff);
   };
   put32(0, 0xc0301000);  // vendor 1000, device c030
+  put32(0x04, 0x00100406);  // command: memory, bus master; status: capabilities list
+  c[0x34] = 0x40;
+  put32(0x40, 0x0001u | (0x60u << 8));              // PM, next 0x60
+  put32(0x60, 0x0010u | (0x0002u << 16));           // PCI Express v2, last
+  put32(0x64, 0x00008000u | (mps_supported_code & 7));  // Device Capabilities
+  put32(0x68, devctl);                              // Device Control, Device Status 0
   put32(0x100, 0x0001u | (1u << 16) | ((acs ? 0x148u : 0u) << 20));
   if (acs) {
     put32(0x148, 0x000Du | (1u << 16));
@@ -116,6 +132,8 @@ struct HealthyOptions {
   bool cpu_files = true;   ///< governor and cpuidle files for every CPU
   bool irqs = true;        ///< one MSI IRQ per GPU/RDMA function, on its local CPUs
   std::string gpu_driver = "nvidia";
+  bool tuned = true;       ///< tuned running with accelerator-performance
+  bool pod = true;         ///< memlock unlimited, /dev/infiniband, a 2 GiB-per-GPU /dev/shm
 };
 
 /// Writes `host` under `root` as a healthy bare-metal training node.
@@ -138,6 +156,7 @@ inline void WriteHealthyHost(const topology::HostTopology& host, const std::stri
   for (const topology::PciDevice& d : host.pci) {
     std::string dir = FakePciDir(host, root, d.address);
     if (d.role == topology::PciRole::kBridge) WriteBinary(dir + "/config", ConfigSpace(uint16_t{0}));
+    if (d.is_accelerator() || d.is_rdma()) WriteBinary(dir + "/config", ConfigSpace(std::nullopt));
     if (d.role == topology::PciRole::kGpu && d.vendor_id == 0x10de)
       BindDriver(host, root, d.address, o.gpu_driver);
     if (o.irqs && (d.is_accelerator() || (d.is_rdma() && !d.is_vf()))) {
@@ -169,6 +188,36 @@ inline void WriteHealthyHost(const topology::HostTopology& host, const std::stri
     }
     WriteFakeFile(root, "sys/devices/system/cpu/cpu0/cpufreq/scaling_driver", "intel_pstate\n");
     WriteFakeFile(root, "sys/devices/system/cpu/cpuidle/current_driver", "intel_idle\n");
+  }
+  if (o.tuned) {
+    WriteFakeFile(root, "etc/tuned/active_profile", "accelerator-performance\n");
+    WriteFakeFile(root, "etc/tuned/profile_mode", "manual\n");
+    WriteFakeFile(root, "run/tuned/tuned.pid", "1234\n");
+  }
+  if (o.pod) {
+    WriteFakeFile(root, "proc/self/limits",
+                  "Limit                     Soft Limit           Hard Limit           Units     \n"
+                  "Max cpu time              unlimited            unlimited            seconds   \n"
+                  "Max open files            1048576              1048576              files     \n"
+                  "Max locked memory         unlimited            unlimited            bytes     \n"
+                  "Max address space         unlimited            unlimited            bytes     \n");
+    // Docker's default capability set: no CAP_IPC_LOCK.
+    WriteFakeFile(root, "proc/self/status",
+                  "Name:\taccel\nCapInh:\t0000000000000000\nCapPrm:\t00000000a80425fb\n"
+                  "CapEff:\t00000000a80425fb\nCapBnd:\t00000000a80425fb\n");
+    int uverbs = 0, accelerators = 0;
+    for (const topology::PciDevice& d : host.pci) {
+      accelerators += d.is_accelerator();
+      for (size_t i = 0; i < d.rdma_devices.size(); ++i)
+        WriteFakeFile(root, "dev/infiniband/uverbs" + std::to_string(uverbs++), "");
+    }
+    if (uverbs > 0) WriteFakeFile(root, "dev/infiniband/rdma_cm", "");
+    WriteFakeFile(root, "proc/mounts",
+                  "overlay / overlay rw,relatime,lowerdir=/l,upperdir=/u,workdir=/w 0 0\n"
+                  "proc /proc proc rw,nosuid,nodev,noexec,relatime 0 0\n"
+                  "tmpfs /dev tmpfs rw,nosuid,size=65536k,mode=755,inode64 0 0\n"
+                  "shm /dev/shm tmpfs rw,nosuid,nodev,noexec,relatime,size=" +
+                      std::to_string(std::max(1, accelerators) * 2 * 1048576) + "k,inode64 0 0\n");
   }
 }
 

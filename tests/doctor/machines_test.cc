@@ -23,15 +23,19 @@ TEST_F(HgxTest, HealthyHostHasNothingToReport) {
   std::vector<std::string> ids;
   for (const Finding& f : r.findings) ids.push_back(f.id);
   EXPECT_EQ(ids, (std::vector<std::string>{"GDR-01", "GDR-02", "GDR-03", "GDR-04", "GDR-05",
-                                           "GDR-06", "GDR-08", "GDR-10", "HOST-01", "HOST-02",
-                                           "HOST-03", "HOST-04", "HOST-05", "HOST-06", "HOST-07",
-                                           "HOST-08", "HOST-09", "HOST-11"}));
+                                           "GDR-06", "GDR-07", "GDR-08", "GDR-09", "GDR-10",
+                                           "HOST-01", "HOST-02", "HOST-03", "HOST-04", "HOST-05",
+                                           "HOST-06", "HOST-07", "HOST-08", "HOST-09", "HOST-10",
+                                           "HOST-11"}));
   EXPECT_EQ(Find(r, "GDR-01").severity, Severity::kOk);
   EXPECT_EQ(Find(r, "GDR-02").severity, Severity::kOk);
   EXPECT_NE(Find(r, "GDR-02").summary.find("8 of 8"), std::string::npos);
   EXPECT_EQ(Find(r, "GDR-04").severity, Severity::kOk) << Find(r, "GDR-04").summary;
+  EXPECT_EQ(Find(r, "GDR-07").severity, Severity::kOk) << Find(r, "GDR-07").summary;
+  EXPECT_EQ(Find(r, "GDR-09").severity, Severity::kNotApplicable);  // bare metal: no pods
   EXPECT_EQ(Find(r, "GDR-10").severity, Severity::kOk);
   EXPECT_EQ(Find(r, "HOST-01").severity, Severity::kNotApplicable);
+  EXPECT_EQ(Find(r, "HOST-10").severity, Severity::kOk) << Find(r, "HOST-10").summary;
   for (const Finding& f : r.findings) EXPECT_FALSE(f.needs_root) << f.id;
 }
 
@@ -345,8 +349,9 @@ TEST(NoAcceleratorTest, AcceleratorChecksAreNotApplicable) {
   TempRoot root("plain");
   WriteHealthyHost(host, root.path());
   DoctorReport r = RunOn(host, root.path());
-  for (const char* id : {"GDR-01", "GDR-02", "GDR-03", "GDR-04", "GDR-05", "GDR-06", "GDR-08",
-                         "GDR-10", "HOST-01", "HOST-07", "HOST-08", "HOST-09", "HOST-11"})
+  for (const char* id : {"GDR-01", "GDR-02", "GDR-03", "GDR-04", "GDR-05", "GDR-06", "GDR-07",
+                         "GDR-08", "GDR-09", "GDR-10", "HOST-01", "HOST-07", "HOST-08", "HOST-09",
+                         "HOST-11"})
     EXPECT_EQ(Find(r, id).severity, Severity::kNotApplicable) << id;
   EXPECT_EQ(DoctorExitCode(r), 0) << Problems(r);
 }
@@ -355,7 +360,7 @@ TEST(EmptyRootTest, NothingReadableIsNotACrash) {
   topology::HostTopology host = Fixture("hgx-h100");
   TempRoot root("empty");
   DoctorReport r = RunOn(host, root.path());
-  EXPECT_EQ(r.findings.size(), 18u);
+  EXPECT_EQ(r.findings.size(), 21u);
   EXPECT_TRUE(HasEvidence(Find(r, "HOST-02"), "/proc/cmdline", "(missing)"));
   EXPECT_FALSE(RenderDoctorText(r, false).empty());
 }

@@ -104,6 +104,47 @@ TEST(FabricCli, MatrixLikeNvidiaSmi) {
   EXPECT_NE(r.output.find("PHB  = through a CPU root complex"), std::string::npos);
 }
 
+// The cells of the row whose line starts with `name` (not the header, which starts blank).
+std::vector<std::string> MatrixRow(const std::string& text, const std::string& name) {
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(name + " ", 0) != 0) continue;
+    std::istringstream cells(line);
+    std::vector<std::string> v;
+    for (std::string c; cells >> c;) v.push_back(c);
+    return v;
+  }
+  return {};
+}
+
+// With NVML (here the tests' fake, 18 NVSwitch links per GPU), GPU pairs read NV18 as in
+// nvidia-smi, and NVL in NCCL's terms; GPU-NIC cells keep their PCIe path.
+TEST(FabricCli, MatrixShowsNvlinkFromNvml) {
+  const std::string env = "FAKE_NVML_CONFIG=" + Src("tests/fakes/nvml/examples/h100x8-mig.json") +
+                          " ";
+  auto r = testing::RunShellCapture(env + ACCEL_BINARY + " fabric matrix -t " + kHgx +
+                                    " --nvml-library " + ACCEL_FAKE_NVML + " 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::vector<std::string> gpu0 = MatrixRow(r.output, "GPU0");
+  ASSERT_GE(gpu0.size(), 21u) << r.output;
+  EXPECT_EQ(gpu0[1], "X");
+  for (int g = 2; g <= 8; ++g) EXPECT_EQ(gpu0[g], "NV18") << g;
+  EXPECT_EQ(gpu0[9], "PIX");
+  EXPECT_NE(r.output.find("NV#  = Connection traversing a bonded set of # NVLinks"),
+            std::string::npos);
+
+  r = testing::RunShellCapture(env + ACCEL_BINARY + " fabric matrix --nccl -t " + kHgx +
+                               " --nvml-library " + ACCEL_FAKE_NVML + " 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::vector<std::string> gpu3 = MatrixRow(r.output, "GPU3");
+  ASSERT_GE(gpu3.size(), 6u) << r.output;
+  EXPECT_EQ(gpu3[5], "NVL") << r.output;
+
+  // Without NVML a file topology says where NVLink counts would come from.
+  r = RunAccel("fabric matrix -t " + kHgx, false);
+  EXPECT_NE(r.output.find("no NVLink reported"), std::string::npos);
+}
+
 TEST(FabricCli, PortsFromFakeSysfsRoot) {
   auto dir = FreshDir("fabric-root");
   topology::HostTopology host = topology::LoadTopology(kHgx);
