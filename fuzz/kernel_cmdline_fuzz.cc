@@ -1,5 +1,5 @@
 // libFuzzer target: arbitrary bytes as /proc/cmdline, then every CPU list in it, and as PCI
-// config space for the ACS walk.
+// config space for the ACS walk and the PCI Express capability (GDR-07).
 //
 // The doctor reads these from the host it checks, which may be broken in any way; none of the
 // parsers throws, so any exception, crash or sanitizer report is a bug. Invariants checked: a
@@ -60,5 +60,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // The same bytes as config space: the walk must stay inside them.
   if (std::optional<size_t> at = FindExtendedCapability(text, kExtCapAcs)) Check(*at + 4 <= size);
   (void)ReadAcsControl(text);
+  // ...and for the PCI Express capability of GDR-07 (standard list from 0x34).
+  if (std::optional<size_t> at = FindCapability(text, kCapPciExpress)) Check(*at < size);
+  if (std::optional<PcieDeviceRegs> regs = ReadPcieDevice(text)) (void)DevCtlText(*regs);
   return 0;
 }

@@ -25,7 +25,8 @@ std::vector<std::string> SplitList(const std::string& text) {
 
 void AddFabricInputOptions(CLI::App* cmd, FabricInputs* inputs) {
   cmd->add_option("--topology,-t", inputs->topology,
-                  "'live' (this machine), an hwloc XML export or accel host JSON")
+                  "'live' (this machine), an hwloc XML export, accel host JSON, or a copied "
+                  "sysfs root (sysfs:DIR)")
       ->capture_default_str();
   cmd->add_option("--root", inputs->root,
                   "filesystem root to read RDMA ports from (ROOT/sys/class/infiniband: state, "
