@@ -159,9 +159,7 @@ Finding CheckHost02Cmdline(const Context& ctx) {
   } else {
     std::vector<std::string> all = problems;
     all.insert(all.end(), notes.begin(), notes.end());
-    std::string summary;
-    for (const std::string& p : all) summary += (summary.empty() ? "" : "; ") + p;
-    f = MakeFinding(id, title, sev, summary);
+    f = ProblemFinding(id, title, sev, all);
     std::string args;
     if (ctx.plan)
       for (const std::string& a : ctx.plan->kernel_args)

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "common/error.h"
+#include "common/strings.h"
 #include "doctor/doctor_internal.h"
 
 namespace accel::doctor {
@@ -66,6 +67,14 @@ Finding MakeFinding(const char* id, const char* title, Severity severity, std::s
   f.title = title;
   f.severity = severity;
   f.summary = std::move(summary);
+  return f;
+}
+
+Finding ProblemFinding(const char* id, const char* title, Severity severity,
+                       const std::vector<std::string>& problems, std::string fix) {
+  Finding f = MakeFinding(id, title, severity, JoinStrings(problems, "; "));
+  if (!fix.empty() && fix.back() == '\n') fix.pop_back();
+  f.fix = std::move(fix);
   return f;
 }
 

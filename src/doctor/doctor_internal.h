@@ -60,6 +60,11 @@ Context BuildContext(const topology::HostTopology& host, const DoctorOptions& op
 /// A finding with id, title and severity set; the caller fills in the rest.
 Finding MakeFinding(const char* id, const char* title, Severity severity, std::string summary);
 
+/// A finding for a check that collected problems: the summary is `problems` joined with "; ",
+/// the fix is `fix` without its trailing newline.
+Finding ProblemFinding(const char* id, const char* title, Severity severity,
+                       const std::vector<std::string>& problems, std::string fix = "");
+
 /// "/sys/bus/pci/devices/<addr>/<attr>".
 std::string PciAttr(const std::string& address, const std::string& attr);
 

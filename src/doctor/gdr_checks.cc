@@ -383,11 +383,7 @@ Finding CheckGdr06RdmaPorts(const Context& ctx) {
                     std::to_string(used) + " compute NIC ports ACTIVE/LinkUp" + layer +
                         (rates.empty() ? "" : ", same rate"));
   } else {
-    std::string summary;
-    for (const std::string& p : problems) summary += (summary.empty() ? "" : "; ") + p;
-    f = MakeFinding(id, title, sev, summary);
-    if (!fix.empty() && fix.back() == '\n') fix.pop_back();
-    f.fix = fix;
+    f = ProblemFinding(id, title, sev, problems, fix);
   }
   if (!other_down.empty())
     f.summary += " (not ACTIVE, not used for training: " + JoinList(other_down, 6) + ")";

@@ -233,12 +233,9 @@ Finding CheckGdr07PcieTuning(const Context& ctx) {
                                                        " GPU-NIC paths" + mps
                                                  : std::string()));
   } else {
-    std::string summary;
-    for (const auto* list : {&problems, &notes})
-      for (const std::string& p : *list) summary += (summary.empty() ? "" : "; ") + p;
-    f = MakeFinding(id, title, sev, summary);
-    if (!fix.empty() && fix.back() == '\n') fix.pop_back();
-    f.fix = fix;
+    std::vector<std::string> all = problems;
+    all.insert(all.end(), notes.begin(), notes.end());
+    f = ProblemFinding(id, title, sev, all, fix);
   }
   f.needs_root = needs_root;
   f.evidence = std::move(evidence);

@@ -210,11 +210,7 @@ Finding CheckHost10Tuned(const Context& ctx) {
                     "profile " + active.value +
                         (lineage.count("cpu-partitioning") ? ", isolated cores booted" : ""));
   } else {
-    std::string summary;
-    for (const std::string& p : problems) summary += (summary.empty() ? "" : "; ") + p;
-    f = MakeFinding(id, title, sev, summary);
-    if (!fix.empty() && fix.back() == '\n') fix.pop_back();
-    f.fix = fix;
+    f = ProblemFinding(id, title, sev, problems, fix);
   }
   f.needs_reboot = reboot;
   f.evidence = std::move(evidence);

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
 
 #include "cli/cli_test_util.h"
 #include "common/error.h"
@@ -39,6 +40,25 @@ TEST_F(DoctorCliTest, HealthyHostExitsZeroWithAHeadline) {
   auto v = RunAccel("doctor --root " + root_ + " --verbose");
   EXPECT_NE(v.output.find("[OK] GDR-01 peer memory for GPUDirect RDMA"), std::string::npos) << v.output;
   EXPECT_NE(v.output.find("/sys/module/nvidia_peermem/version = 550.54.15"), std::string::npos);
+}
+
+// deploy/kubernetes/accel-doctor-job.yaml's command line is one accel accepts: run it with the
+// host mount pointed at the fake tree.
+TEST_F(DoctorCliTest, KubernetesJobCommandRuns) {
+  std::vector<YAML::Node> docs = YAML::LoadAllFromFile(Src("deploy/kubernetes/accel-doctor-job.yaml"));
+  ASSERT_EQ(docs.size(), 1u);
+  EXPECT_EQ(docs[0]["kind"].as<std::string>(), "Job");
+  YAML::Node command = docs[0]["spec"]["template"]["spec"]["containers"][0]["command"];
+  ASSERT_TRUE(command.IsSequence());
+  std::string args;
+  for (size_t i = 1; i < command.size(); ++i) {  // [0] is the binary
+    std::string a = command[i].as<std::string>();
+    args += " " + (a == "/host" ? root_ : a);
+  }
+  EXPECT_NE(args.find("--root " + root_), std::string::npos) << args;
+  auto r = RunAccel(args.substr(1), false);
+  ASSERT_EQ(r.exit_code, 0) << args << "\n" << r.output;
+  EXPECT_EQ(nlohmann::json::parse(r.output)["role"], "k8s-node");
 }
 
 TEST_F(DoctorCliTest, JsonHasEveryFinding) {
