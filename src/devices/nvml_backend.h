@@ -8,6 +8,7 @@
 
 #include <bitset>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -37,6 +38,15 @@ struct NvmlApi {
   /// nvmlErrorString(rc), or "NVML error <rc>" when the library cannot say.
   std::string ErrorString(nvml::nvmlReturn_t rc) const;
 };
+
+/// Opens the NVML library at `library_path`, initialises it, and calls visit(api, handle, i) for
+/// each of `pci_addresses` NVML finds by bus id; shuts NVML down again. Returns false, calling
+/// nothing, when the library does not load, `usable(api)` says a needed symbol is missing, or
+/// init fails. For one-shot queries beside a running backend (init is reference counted).
+bool ForEachNvmlDevice(const std::string& library_path,
+                       const std::vector<std::string>& pci_addresses,
+                       const std::function<bool(const NvmlApi&)>& usable,
+                       const std::function<void(const NvmlApi&, nvml::nvmlDevice_t, size_t)>& visit);
 
 /// One thing a device may not support. Once NVML says NOT_SUPPORTED / FUNCTION_NOT_FOUND (or the
 /// symbol is missing) the slot is remembered and never asked again.

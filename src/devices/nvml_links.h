@@ -31,4 +31,10 @@ namespace accel::devices {
 std::vector<std::vector<PeerLink>> ReadNvmlPeerLinks(const std::string& library_path,
                                                      const std::vector<std::string>& pci_addresses);
 
+/// Persistence mode of each GPU in `pci_addresses`, as nvmlDeviceGetPersistenceMode reports it
+/// (set by nvidia-persistenced or `nvidia-smi -pm 1`): 1 on, 0 off, -1 unknown (library missing,
+/// GPU not found, call refused). Opens and shuts down NVML like ReadNvmlPeerLinks; never throws.
+std::vector<int> ReadNvmlPersistenceModes(const std::string& library_path,
+                                          const std::vector<std::string>& pci_addresses);
+
 }  // namespace accel::devices

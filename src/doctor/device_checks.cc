@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "devices/nvml_links.h"
 #include "doctor/doctor_internal.h"
 #include "doctor/pci_config.h"
 #include "placement/flavor.h"
@@ -490,9 +491,29 @@ Finding CheckHost09Persistence(const Context& ctx) {
       running |= exists;
       evidence.push_back({s, exists ? "(present)" : "(missing)"});
     }
+    // Without the daemon, persistence mode may still be on (nvidia-smi -pm 1): only NVML knows.
+    int legacy_on = 0;
+    if (!running) {
+      std::string library = ctx.options->nvml_library;
+      if (library.empty() && ctx.root == "/") library = "libnvidia-ml.so.1";
+      std::vector<std::string> addresses;
+      for (const PciDevice* d : ctx.accelerators) addresses.push_back(d->address);
+      std::vector<int> modes = devices::ReadNvmlPersistenceModes(library, addresses);
+      for (size_t i = 0; i < modes.size(); ++i) legacy_on += modes[i] == 1;
+      if (!library.empty()) {
+        evidence.push_back({"nvmlDeviceGetPersistenceMode",
+                            std::to_string(legacy_on) + " of " + std::to_string(modes.size()) +
+                                " GPUs on"});
+      }
+    }
     if (running) {
       f = MakeFinding(id, title, Severity::kOk,
                       std::to_string(total) + " GPUs on the nvidia driver; nvidia-persistenced runs");
+    } else if (legacy_on > 0 && static_cast<size_t>(legacy_on) == ctx.accelerators.size()) {
+      f = MakeFinding(id, title, Severity::kInfo,
+                      "persistence mode is on (nvidia-smi -pm 1) but nvidia-persistenced does not "
+                      "run: it is lost when the driver reloads");
+      f.fix = "systemctl enable --now nvidia-persistenced   # preferred over nvidia-smi -pm 1";
     } else {
       f = MakeFinding(id, title, Severity::kWarn,
                       "nvidia-persistenced is not running: the driver tears GPU state down when "

@@ -44,6 +44,9 @@ struct DoctorOptions {
   std::string gdr_level;
   /// Treat the process as unprivileged even when it is root (tests of the "needs root" path).
   bool assume_unprivileged = false;
+  /// NVML to ask what sysfs cannot tell (persistence mode set by `nvidia-smi -pm 1`, HOST-09);
+  /// "" = libnvidia-ml.so.1 when root is "/", none otherwise (another host's copy).
+  std::string nvml_library;
 };
 
 /// All findings of one run, in check-id order.
