@@ -65,6 +65,9 @@ class RealH200VmTest : public ::testing::Test {
     WriteFakeFile(r, "proc/irq/default_smp_affinity", "ffff\n");
     WriteFakeFile(r, "proc/interrupts", Interrupts());
     WriteBinary(FakePciDir(host_, r, kGpu) + "/resource", kGpuResource);
+    for (const topology::PciDevice& d : host_.pci)  // every function of the guest said -1
+      if (d.role != topology::PciRole::kHostBridge)
+        WriteFakeFile(r, "sys/bus/pci/devices/" + d.address + "/numa_node", "-1\n");
     BindDriver(host_, r, kGpu, "nvidia");
   }
   topology::HostTopology host_;
