@@ -4,13 +4,9 @@
 // their evidence from the same root, so the topology and the evidence always describe the same
 // machine — this host, a fake tree in tests, or a copy of another host's /sys and /proc from a
 // support case — and the command needs nothing beyond sysfs (no hwloc XML parsing in a child).
-#include <algorithm>
-#include <filesystem>
 #include <iostream>
 #include <memory>
-#include <set>
 #include <string>
-#include <vector>
 
 #include "cli/commands.h"
 #include "common/error.h"
@@ -18,12 +14,11 @@
 #include "placement/flavor.h"
 #include "placement/pci_alias.h"
 #include "topology/sysfs_source.h"
+#include "tuning/flavor_set.h"
 
 namespace accel::cli {
 
 namespace {
-
-namespace fs = std::filesystem;
 
 struct DoctorCliOptions {
   std::string role = "bare-metal";
@@ -35,45 +30,6 @@ struct DoctorCliOptions {
   bool verbose = false;
 };
 
-bool IsAliasFile(const fs::path& p) { return p.filename().string().rfind("aliases", 0) == 0; }
-
-bool IsFlavorExtension(const fs::path& p) {
-  std::string ext = p.extension().string();
-  return ext == ".yaml" || ext == ".yml" || ext == ".json";
-}
-
-// Flavors from a file, or from every *.yaml/*.yml/*.json of a directory (files named aliases*
-// there are PCI alias tables, used when --aliases is not given).
-void LoadFlavorInput(const DoctorCliOptions& o, doctor::DoctorOptions* d) {
-  if (!o.aliases.empty()) d->aliases = placement::LoadPciAliases(o.aliases);
-  if (o.flavors.empty()) return;
-  std::error_code ec;
-  if (!fs::is_directory(o.flavors, ec)) {
-    d->flavors = placement::LoadFlavors(o.flavors);
-    return;
-  }
-  std::vector<fs::path> files;
-  for (const fs::directory_entry& e : fs::directory_iterator(o.flavors, ec))
-    if (e.is_regular_file() && IsFlavorExtension(e.path())) files.push_back(e.path());
-  if (ec) throw InputError(o.flavors, "", "cannot list the directory: " + ec.message());
-  std::sort(files.begin(), files.end());
-  std::set<std::string> names;
-  for (const fs::path& p : files) {
-    if (IsAliasFile(p)) {
-      if (o.aliases.empty()) d->aliases = placement::LoadPciAliases(p.string());
-      continue;
-    }
-    for (placement::Flavor& f : placement::LoadFlavors(p.string())) {
-      if (!names.insert(f.name).second)
-        throw InputError(p.string(), "name", "flavor \"" + f.name + "\" is defined twice in " + o.flavors,
-                         "give every flavor its own name");
-      d->flavors.push_back(std::move(f));
-    }
-  }
-  if (d->flavors.empty())
-    throw InputError(o.flavors, "", "holds no flavor files (*.yaml, *.yml, *.json)");
-}
-
 int RunDoctorCommand(const DoctorCliOptions& o) {
   try {
     doctor::DoctorOptions d;
@@ -83,7 +39,13 @@ int RunDoctorCommand(const DoctorCliOptions& o) {
                        "use bare-metal, hypervisor or k8s-node");
     d.gdr_level = o.gdr_level;
     doctor::CheckGdrLevel(d.gdr_level);  // before anything is read: bad flags answer at once
-    LoadFlavorInput(o, &d);
+    if (!o.flavors.empty()) {
+      tuning::FlavorSet set = tuning::LoadFlavorSet(o.flavors, o.aliases);
+      d.flavors = std::move(set.flavors);
+      d.aliases = std::move(set.aliases);
+    } else if (!o.aliases.empty()) {
+      d.aliases = placement::LoadPciAliases(o.aliases);
+    }
     topology::HostTopology host = topology::LoadSysfsHost(o.root);
     doctor::CheckDoctorOptions(host, d);
     doctor::DoctorReport report = doctor::RunDoctor(host, d);
