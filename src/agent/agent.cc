@@ -130,13 +130,7 @@ std::unique_ptr<Running> Agent::Impl::Build(const AgentConfig& config) {
   auto r = std::make_unique<Running>();
   r->config = config;
   // Input that can be wrong is checked before anything changes on the node.
-  telemetry::CollectorOptions copts;
-  copts.render = internal::RenderOptionsForProfile(config.exporter.profile, "agent config");
-  copts.interval = config.exporter.collect_interval;
-  copts.hostname = telemetry::NodeName();
-  if (PathExists(config.exporter.pod_resources_socket)) {
-    copts.pod_resources_socket = config.exporter.pod_resources_socket;
-  }
+  telemetry::CollectorOptions copts = internal::CollectorOptionsFor(config.exporter, "agent config");
   if (config.exporter.enabled) {  // read again by StartServing; cheap
     telemetry::ParseListenAddress(config.exporter.listen);
     telemetry::LoadWebConfig(config.exporter.web_config_file);
@@ -154,7 +148,8 @@ std::unique_ptr<Running> Agent::Impl::Build(const AgentConfig& config) {
   r->resources = kube::BuildResources(r->devices, config.device_plugin.config);
   r->labels = kube::NodeLabels(r->devices, config.device_plugin.config, r->resources, r->host);
   r->interconnect = devices::PcieInterconnect(r->host, PhysicalAddresses(r->devices));
-  AddNvlinkPeers(backends, r->devices, &r->interconnect, log);
+  // NVLink peers steer preferred allocation only; the exporter alone does not ask NVML for them.
+  if (config.device_plugin.enabled) AddNvlinkPeers(backends, r->devices, &r->interconnect, log);
   r->health = std::make_unique<kube::DeviceHealth>(r->devices, config.device_plugin.config.health);
 
   // The collector is the only reader of the devices and their events: health rides on it.
@@ -180,7 +175,8 @@ std::unique_ptr<Running> Agent::Impl::Build(const AgentConfig& config) {
   }
   log("started: " + std::to_string(r->devices.size()) + " device(s), " +
       std::to_string(r->resources.size()) + " resource(s), " + std::to_string(r->labels.size()) +
-      " label(s)");
+      " label(s); collecting every " + std::to_string(config.exporter.collect_interval.count()) +
+      " ms");
   return r;
 }
 
@@ -247,7 +243,7 @@ void Agent::Reload(const AgentConfig& config) {
   if (!impl_->running) return Start(config);
   AgentConfig old = impl_->running->config;
   if (!impl_->Tear(std::move(impl_->running))) {
-    throw std::runtime_error("a vendor library call is hung; restart the agent");
+    throw SystemError("cannot reload", "", "a vendor library call is hung", "restart the agent");
   }
   try {
     impl_->running = impl_->Build(config);
@@ -263,6 +259,12 @@ void Agent::Reload(const AgentConfig& config) {
 }
 
 bool Agent::Stop() { return impl_->Tear(std::move(impl_->running)); }
+
+std::shared_ptr<const std::string> Agent::CollectNow() {
+  if (!impl_->running) return nullptr;
+  impl_->running->collector->RefreshNow();
+  return impl_->running->collector->exposition();
+}
 
 int Agent::exporter_port() const {
   return impl_->running && impl_->running->server ? impl_->running->server->port() : 0;

@@ -1,7 +1,8 @@
-// Agent: the node agent `accel serve` runs — the exporter, the device plugin (one server per
+// Agent: the one long-running daemon of accel — the exporter, the device plugin (one server per
 // resource, re-registered across kubelet restarts), the node-label feature file and the MIG
-// manager, all from one AgentConfig over one set of vendor backends. On a node without
-// accelerators it still serves the host's topology labels and (empty) metrics.
+// manager, all from one AgentConfig over one set of vendor backends. `accel serve` runs every
+// part; `accel exporter` is the same agent with only the exporter part enabled (cli/daemon.h
+// runs both). On a node without accelerators it still serves the host's topology and metrics.
 //
 // Thread-safety: Start, Reload and Stop are called from one control thread (the CLI's signal
 // loop); the parts run on their own threads.
@@ -57,6 +58,10 @@ class Agent {
   /// Stops every part: device plugins send an empty list and remove their sockets, the exporter
   /// stops serving. Returns false when a vendor call is still hung (the caller should _exit).
   bool Stop();
+
+  /// Runs one collection pass now and returns its exposition (rates such as GPM activity need
+  /// a pass before it). Null when not started. For `accel exporter --once`.
+  std::shared_ptr<const std::string> CollectNow();
 
   /// Bound exporter port (0 when the exporter is off); for tests.
   int exporter_port() const;

@@ -11,7 +11,12 @@
 //     webConfigFile: ""
 //     profile: auto                                  # dcgm, amd, gaudi, none, comma lists
 //     collectInterval: 5s
+//     staleAfter: 0s                                 # 0 = 3 x collectInterval
+//     accelMetrics: true                             # the accel_* family beside the profiles
+//     hostnameLabel: Hostname                        # dcgm profile: Hostname, hostname or none
+//     pods: auto                                     # auto (socket exists at start), always, never
 //     podResourcesSocket: /var/lib/kubelet/pod-resources/kubelet.sock
+//     podRefreshInterval: 10s
 //   devicePlugin:
 //     enabled: true                                  # runs when kubelet.sock exists
 //     config: {...}                                  # NVIDIA k8s-device-plugin v1 schema + health
@@ -37,13 +42,34 @@
 
 namespace accel::agent {
 
+/// When the exporter asks the kubelet which pod holds which device.
+enum class PodAttribution {
+  kAuto,    ///< when the pod-resources socket exists at start
+  kAlways,  ///< even if the socket is missing at start (the kubelet may come later)
+  kNever,   ///< never
+};
+
+/// The exporter part: `accel serve`'s exporter section, and everything `accel exporter` runs.
 struct ExporterSection {
+  /// Serve /metrics (and /topology) over HTTP; when false the collector still runs (health).
   bool enabled = true;
+  /// [host]:port to listen on.
   std::string listen = ":9400";
+  /// exporter-toolkit web config (TLS, basic auth); "" = plain HTTP.
   std::string web_config_file;
+  /// Vendor profiles: "auto", "none", or a comma list of dcgm, amd, gaudi.
   std::string profile = "auto";
+  /// Print the accel_* family beside the vendor profiles.
+  bool accel_metrics = true;
+  /// The dcgm profile's node label name: "Hostname", "hostname", or "" for none.
+  std::string hostname_label = "Hostname";
   std::chrono::milliseconds collect_interval{5000};
+  /// A device whose newest reading is older is reported stale; 0 = 3 x collect_interval.
+  std::chrono::milliseconds stale_after{0};
+  PodAttribution pods = PodAttribution::kAuto;
   std::string pod_resources_socket = "/var/lib/kubelet/pod-resources/kubelet.sock";
+  /// Time between kubelet List calls.
+  std::chrono::milliseconds pod_refresh_interval{10000};
 };
 
 struct DevicePluginSection {
@@ -81,6 +107,11 @@ struct AgentConfig {
 /// vendors and every error of the embedded plugin config are InputError (where = source, field
 /// = key path). A devicePlugin.configFile is read relative to the agent file's directory.
 AgentConfig ParseAgentConfig(const std::string& yaml, const std::string& source);
+
+/// The dcgm profile's hostname label for a setting: "Hostname" and "hostname" as they are,
+/// "none" or "" → "" (no label). Throws InputError(where, field) for anything else.
+std::string HostnameLabel(const std::string& where, const std::string& value,
+                          const std::string& field);
 
 /// Reads `path`; an empty path gives the defaults. Throws InputError.
 AgentConfig LoadAgentConfig(const std::string& path);

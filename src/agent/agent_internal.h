@@ -9,16 +9,18 @@
 
 #include "agent/agent_config.h"
 #include "kube/node_labels.h"
-#include "telemetry/render.h"
+#include "telemetry/collector.h"
 
 namespace accel::agent::internal {
 
 using Log = std::function<void(const std::string&)>;
 
-/// Render options for exporter.profile ("auto", "none", or a comma list of dcgm, amd, gaudi).
-/// Throws InputError(where, "exporter.profile", ...) on an unknown profile.
-telemetry::RenderOptions RenderOptionsForProfile(const std::string& profile,
-                                                 const std::string& where);
+/// The collector's options for the exporter section: profiles and families, hostname label,
+/// intervals, pod attribution (the socket is used when `pods` says so). `where` names the
+/// config in errors ("agent.yaml", "accel exporter"). Throws InputError(where,
+/// "exporter.profile", ...) on an unknown profile. on_event/on_reading are left empty.
+telemetry::CollectorOptions CollectorOptionsFor(const ExporterSection& exporter,
+                                                const std::string& where);
 
 
 /// Applies mig.config (when mig.enabled and a config is named): writes the state file

@@ -1,4 +1,4 @@
-// The node agent's helpers: render profiles, the MIG manager's one-shot apply, the label writer.
+// The node agent's helpers: the MIG manager's one-shot apply, the label writer.
 #include <unistd.h>
 
 #include <cstdlib>
@@ -11,14 +11,8 @@
 #include "devices/mig_control.h"
 #include "sharing/mig_apply.h"
 #include "sharing/mig_parted_config.h"
-#include "telemetry/render_profile.h"
 
 namespace accel::agent::internal {
-
-telemetry::RenderOptions RenderOptionsForProfile(const std::string& profile,
-                                                 const std::string& where) {
-  return telemetry::RenderOptionsForProfile(profile, where, "exporter.profile");
-}
 
 namespace {
 

@@ -1,29 +1,18 @@
 // accel exporter: accelerator telemetry on HTTP /metrics for Prometheus, drop-in for
 // dcgm-exporter, AMD's device-metrics-exporter and the Gaudi exporter, plus the accel_* family.
-#include <malloc.h>
-#include <signal.h>
-#include <unistd.h>
-
-#include <cstdlib>
+#include <chrono>
 #include <iostream>
 #include <memory>
-#include <sstream>
 #include <string>
-#include <sys/stat.h>
 #include <thread>
-#include <vector>
 
+#include "agent/agent.h"
+#include "agent/agent_config.h"
 #include "cli/commands.h"
-#include "common/error.h"
-#include "devices/backend.h"
-#include "devices/open_backends.h"
-#include "devices/topology_join.h"
+#include "cli/daemon.h"
+#include "common/strings.h"
+#include "kube/pod_resources.h"
 #include "telemetry/collector.h"
-#include "telemetry/http_server.h"
-#include "telemetry/listen_address.h"
-#include "telemetry/render_profile.h"
-#include "telemetry/web_config.h"
-#include "topology/sources.h"
 
 namespace accel::cli {
 
@@ -48,142 +37,47 @@ struct ExporterOptions {
   bool once = false;
 };
 
-std::vector<std::string> SplitList(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');) {
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
-
-telemetry::RenderOptions RenderOptionsFrom(const ExporterOptions& o) {
-  telemetry::RenderOptions r = telemetry::RenderOptionsForProfile(o.profile, "--profile", "");
-  r.accel = !o.no_accel_metrics;
-  if (o.no_hostname || o.hostname_label == "none") {
-    r.dcgm_hostname_label = "";
-  } else if (o.hostname_label == "Hostname" || o.hostname_label == "hostname") {
-    r.dcgm_hostname_label = o.hostname_label;
-  } else {
-    throw InputError("--hostname-label", "", "'" + o.hostname_label + "' is not a label name",
-                     "use Hostname (dcgm-exporter releases), hostname (dcgm-exporter HEAD) or none");
-  }
-  return r;
-}
-
-bool SocketExists(const std::string& path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0;
-}
-
-/// Loads each enabled vendor's library; a vendor without one contributes no devices.
-std::vector<std::unique_ptr<devices::DeviceBackend>> OpenBackends(const ExporterOptions& o) {
-  devices::VendorLibraries libraries{o.nvml_library, o.rocm_smi_library, o.hlml_library};
-  return devices::OpenBackends(SplitList(o.vendors), libraries, [](const std::string& line) {
-    std::cerr << "accel exporter: " << line << "\n";
-  });
-}
-
-/// NUMA nodes of the devices from the host topology; a host we cannot read only loses them.
-std::vector<devices::DeviceIdentity> JoinedIdentities(const telemetry::Collector& collector,
-                                                      const std::string& spec) {
-  std::vector<devices::DeviceIdentity> ids = collector.identities();
-  if (spec == "none" || ids.empty()) return ids;
-  try {
-    devices::JoinTopology(&ids, topology::LoadTopology(spec));
-  } catch (const std::exception& e) {
-    std::cerr << "accel exporter: warning: no NUMA nodes for devices: " << e.what() << "\n";
-  }
-  return ids;
-}
-
-/// Blocks until SIGINT or SIGTERM. The signals are blocked in every thread (set up before any
-/// thread starts), so only this sigwait sees them.
-void WaitForTermination(const sigset_t& signals) {
-  int sig = 0;
-  sigwait(&signals, &sig);
-  std::cerr << "accel exporter: " << (sig == SIGTERM ? "SIGTERM" : "SIGINT") << ", stopping\n";
-}
-
-/// The exporter is long-running with a few threads that each allocate the same large buffers
-/// (rendered text, gzip copies) over and over; glibc's defaults would keep a 64 MiB arena per
-/// thread and hold freed big buffers in them. Two arenas and a fixed mmap threshold keep RSS at
-/// what is live.
-void TuneAllocatorForALongRunningExporter() {
-  mallopt(M_ARENA_MAX, 2);
-  mallopt(M_MMAP_THRESHOLD, 128 * 1024);
-  mallopt(M_TRIM_THRESHOLD, 256 * 1024);
+/// The exporter as the agent runs it: only the exporter part, from the command line.
+agent::AgentConfig ConfigFrom(const ExporterOptions& o) {
+  agent::AgentConfig c;
+  c.vendors = SplitList(o.vendors);
+  c.nvml_library = o.nvml_library;
+  c.rocm_smi_library = o.rocm_smi_library;
+  c.hlml_library = o.hlml_library;
+  c.topology = o.topology;
+  c.device_plugin.enabled = false;
+  c.labels.enabled = false;
+  c.mig.enabled = false;
+  agent::ExporterSection& e = c.exporter;
+  e.enabled = !o.once;  // --once prints instead of listening
+  e.listen = o.listen;
+  e.web_config_file = o.web_config;
+  e.profile = o.profile;
+  e.accel_metrics = !o.no_accel_metrics;
+  e.hostname_label = o.no_hostname ? "" : agent::HostnameLabel("--hostname-label", o.hostname_label, "");
+  e.collect_interval = telemetry::ParseDuration(o.interval, "--collect-interval");
+  if (!o.stale_after.empty()) e.stale_after = telemetry::ParseDuration(o.stale_after, "--stale-after");
+  e.pods = o.no_kubernetes ? agent::PodAttribution::kNever
+           : o.kubernetes  ? agent::PodAttribution::kAlways
+                           : agent::PodAttribution::kAuto;
+  e.pod_resources_socket = o.pod_socket;
+  e.pod_refresh_interval = telemetry::ParseDuration(o.pod_refresh, "--pod-refresh-interval");
+  return c;
 }
 
 int RunExporter(const ExporterOptions& o) {
-  TuneAllocatorForALongRunningExporter();
-  telemetry::CollectorOptions copts;
-  telemetry::WebConfig web;
-  telemetry::ListenAddress address;
-  std::vector<std::unique_ptr<devices::DeviceBackend>> backends;
-  try {
-    copts.render = RenderOptionsFrom(o);
-    copts.interval = telemetry::ParseDuration(o.interval, "--collect-interval");
-    if (!o.stale_after.empty()) copts.stale_after = telemetry::ParseDuration(o.stale_after, "--stale-after");
-    copts.pod_refresh_interval = telemetry::ParseDuration(o.pod_refresh, "--pod-refresh-interval");
-    copts.hostname = telemetry::NodeName();
-    if (!o.no_kubernetes && (o.kubernetes || SocketExists(o.pod_socket))) {
-      copts.pod_resources_socket = o.pod_socket;
-    }
-    if (!o.once) {
-      address = telemetry::ParseListenAddress(o.listen);
-      web = telemetry::LoadWebConfig(o.web_config);
-    }
-    backends = OpenBackends(o);
-  } catch (const InputError& e) {
-    std::cerr << "accel exporter: " << e.what() << "\n";
-    return kExitBadInput;
-  } catch (const devices::BackendError& e) {
-    std::cerr << "accel exporter: " << e.what() << "\n";
-    return kExitBadInput;
-  }
-
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-
-  auto collector = std::make_unique<telemetry::Collector>(std::move(backends), copts);
-  collector->SetIdentities(JoinedIdentities(*collector, o.topology));
-  collector->Start();
+  DaemonSpec spec;
+  spec.name = "accel exporter";
+  spec.load = [&o] { return ConfigFrom(o); };
   if (o.once) {
-    // Rates (GPM activity, NVLink bandwidth) need a second reading.
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    collector->RefreshNow();
-    std::cout << *collector->exposition();
-    std::cout.flush();
-    if (!collector->Stop()) _exit(kExitOk);  // a vendor call is still hung: leave it behind
-    return kExitOk;
+    spec.once = [](agent::Agent& agent) {
+      // Rates (GPM activity, NVLink bandwidth) need a second reading.
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      std::shared_ptr<const std::string> exposition = agent.CollectNow();
+      if (exposition) std::cout << *exposition;
+    };
   }
-
-  telemetry::Collector* c = collector.get();
-  telemetry::MetricsServer server(
-      web, [c] { return c->exposition(); }, [] { return true; });
-  try {
-    server.Start(address);
-  } catch (const std::exception& e) {
-    std::cerr << "accel exporter: " << e.what() << "\n";
-    if (!collector->Stop()) _exit(kExitBadInput);
-    return kExitBadInput;
-  }
-  telemetry::ListenAddress bound = address;
-  bound.port = server.port();
-  std::cerr << "accel exporter: serving /metrics on " << telemetry::FormatListenAddress(bound)
-            << (web.tls.enabled ? " (TLS)" : "") << ", " << collector->identities().size()
-            << " device(s), every " << copts.interval.count() << " ms\n";
-  WaitForTermination(signals);
-  server.Stop();
-  if (!collector->Stop()) {
-    std::cerr << "accel exporter: a vendor library call is still hung; exiting without it\n";
-    _exit(kExitOk);
-  }
-  return kExitOk;
+  return RunDaemon(spec);
 }
 
 }  // namespace
@@ -206,7 +100,10 @@ void RegisterExporter(CLI::App& app, int* exit_code) {
       "  accel exporter --once                           # print one scrape and exit\n\n"
       "Pods: when the kubelet's pod-resources socket exists (or with -k), series of devices held\n"
       "by pods carry namespace/pod/container labels; accel_pod_device_info maps them.\n"
-      "Exit status: 0 stopped by SIGTERM/SIGINT; 2 bad flags, web config or vendor library.");
+      "It is the node agent (accel serve) with only its exporter part: one daemon, one way to\n"
+      "start, reload (SIGHUP re-reads the web config) and stop.\n"
+      "Exit status: 0 stopped by SIGTERM/SIGINT; 2 bad flags, web config or vendor library;\n"
+      "5 the system refused (port in use).");
   cmd->add_option("--web.listen-address,-a,--address", o->listen,
                   "address to listen on: [host]:port, e.g. :9400, 127.0.0.1:9400, [::]:9400")
       ->capture_default_str();

@@ -1,27 +1,13 @@
 #include "cli/fabric_common.h"
 
 #include <filesystem>
-#include <sstream>
 
 #include "common/error.h"
+#include "common/strings.h"
 #include "fabric/nic_ports.h"
 #include "topology/sources.h"
 
 namespace accel::cli {
-namespace {
-
-std::vector<std::string> SplitList(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    size_t b = item.find_first_not_of(" \t"), e = item.find_last_not_of(" \t");
-    if (b != std::string::npos) out.push_back(item.substr(b, e - b + 1));
-  }
-  return out;
-}
-
-}  // namespace
 
 void AddFabricInputOptions(CLI::App* cmd, FabricInputs* inputs) {
   cmd->add_option("--topology,-t", inputs->topology,

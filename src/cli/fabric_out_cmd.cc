@@ -14,6 +14,7 @@
 
 #include "cli/commands.h"
 #include "cli/fabric_common.h"
+#include "common/atomic_file.h"
 #include "common/error.h"
 #include "common/structured_file.h"
 #include "fabric/guest_topology.h"
@@ -119,33 +120,6 @@ std::string ReadDomain(const std::string& path) {
   return text;
 }
 
-// Writes `text` to `path` so that readers see the old file or the whole new one, never a
-// part: a temporary file in the same directory, flushed, then renamed over the target.
-void WriteAtomically(const std::string& path, const std::string& text) {
-  const std::filesystem::path target(path);
-  const std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : ".";
-  const std::string temp =
-      (dir / ("." + target.filename().string() + ".accel-" + std::to_string(getpid()))).string();
-  FILE* f = std::fopen(temp.c_str(), "wx");
-  bool ok = f != nullptr;
-  int err = errno;
-  if (ok) {
-    ok = std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fflush(f) == 0 &&
-         fsync(fileno(f)) == 0;
-    err = errno;
-    ok = (std::fclose(f) == 0) && ok;
-  }
-  if (ok && std::rename(temp.c_str(), path.c_str()) != 0) {
-    ok = false;
-    err = errno;
-  }
-  if (!ok) {
-    std::remove(temp.c_str());
-    throw InputError("-o", path, std::string("cannot write it: ") + std::strerror(err),
-                     "choose a writable path");
-  }
-}
-
 int RunTopoXml(const TopoXmlOptions& opts) {
   try {
     topology::HostTopology host;
@@ -158,7 +132,7 @@ int RunTopoXml(const TopoXmlOptions& opts) {
       std::cout << xml;
       std::cout.flush();
     } else {
-      WriteAtomically(opts.output, xml);
+      WriteFileAtomically(opts.output, xml);
     }
     PrintWarnings("topo-xml", warnings);
     return kExitOk;

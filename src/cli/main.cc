@@ -1,37 +1,68 @@
-// accel: one binary, one subcommand per capability. See `accel --help`.
+// accel: one binary, one subcommand per capability, grouped by layer. See `accel --help`.
 #include <exception>
 #include <iostream>
+#include <memory>
 
 #include "cli/commands.h"
+#include "cli/help.h"
 #include "common/error.h"
 #include "common/version.h"
 
+namespace {
+
+/// Where each top-level subcommand sits in `accel --help`, and its one-line summary there.
+struct CommandEntry {
+  const char* name;
+  const char* group;
+  const char* summary;
+};
+
+constexpr CommandEntry kCommands[] = {
+    {"topo", "Host and compute", "Show the host's topology: NUMA nodes, CPUs, hugepages, PCI devices"},
+    {"place", "Host and compute", "Fit a Nova flavor on a host: pinned CPUs, hugepages, PCI, libvirt XML"},
+    {"claims", "Host and compute", "List the placements held in the claim store"},
+    {"release", "Host and compute", "Release a claim by its ID"},
+    {"tune", "Host and compute", "Plan a hypervisor's kernel command line, hugepages and CPU sets"},
+    {"serve", "Kubernetes node", "Run the node agent: device plugin, labels, MIG manager, exporter"},
+    {"mig", "Kubernetes node", "MIG geometry, layouts, mig-parted configs, fleet plans, apply"},
+    {"fabric", "Multi-node training", "Pair GPUs with RDMA NICs; NCCL settings, pods, network configs"},
+    {"doctor", "Multi-node training", "Say what on this host blocks GPUDirect RDMA, training or flavors"},
+    {"exporter", "Monitoring", "Serve NVIDIA, AMD and Gaudi metrics for Prometheus (/metrics)"},
+};
+
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{
-      "accel tunes every layer between an AI workload and its accelerator: host topology,\n"
-      "NUMA-aligned placement of Nova flavors with pinned CPUs, hugepages and PCI passthrough,\n"
-      "the libvirt domain XML that realizes it, accelerator telemetry for Prometheus, and GPU\n"
-      "sharing by MIG (plan and apply).\n\n"
-      "Examples:\n"
-      "  accel topo                                   # this host\n"
-      "  accel topo --topology fixtures/hosts/hgx-h100.json -o json\n"
-      "  accel place --topology fixtures/hosts/hgx-h100.json --flavor examples/flavors/gpu-1g.yaml \\\n"
-      "              --aliases examples/flavors/aliases.json -o libvirt\n"
-      "  accel exporter                               # GPU/HPU metrics on :9400/metrics\n"
-      "  accel mig layouts --gpu H100-SXM5-80GB --maximal\n",
+      "accel tunes every layer between an AI workload and its accelerator (NVIDIA and AMD GPUs,\n"
+      "Intel Gaudi HPUs) for on-premises AI clouds. `accel COMMAND --help` explains a command,\n"
+      "its flags and exit codes, with examples.",
       "accel"};
+  std::map<std::string, std::string> summaries;
+  for (const CommandEntry& c : kCommands) summaries[c.name] = c.summary;
+  // Set before the subcommands exist, so every level of the tree inherits it.
+  app.formatter(std::make_shared<accel::cli::SummaryFormatter>(summaries));
+  app.footer(
+      "Exit status (every command): 0 done; 1 the answer is no (does not fit, invalid config);\n"
+      "2 bad input (file, flag, field: nothing changed); 3 internal error (a bug: please report);\n"
+      "5 the system refused (permission, disk, port, socket). `accel doctor` adds 4: checks failed.\n\n"
+      "Start here:\n"
+      "  accel topo                                    # this host as accel sees it\n"
+      "  accel doctor                                  # what blocks GPUDirect RDMA here\n"
+      "  accel place --help                            # fit a flavor, with examples");
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("accel ") + accel::kVersion);
   int exit_code = accel::kExitOk;
   accel::cli::RegisterTopo(app, &exit_code);
   accel::cli::RegisterPlace(app, &exit_code);
   accel::cli::RegisterClaims(app, &exit_code);
-  accel::cli::RegisterExporter(app, &exit_code);
-  accel::cli::RegisterMig(app, &exit_code);
+  accel::cli::RegisterTune(app, &exit_code);
   accel::cli::RegisterServe(app, &exit_code);
+  accel::cli::RegisterMig(app, &exit_code);
   accel::cli::RegisterFabric(app, &exit_code);
   accel::cli::RegisterDoctor(app, &exit_code);
-  accel::cli::RegisterTune(app, &exit_code);
+  accel::cli::RegisterExporter(app, &exit_code);
+  for (const CommandEntry& c : kCommands) app.get_subcommand(c.name)->group(c.group);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -40,9 +71,12 @@ int main(int argc, char** argv) {
   } catch (const accel::InputError& e) {
     std::cerr << "accel: " << e.what() << "\n";
     return accel::kExitBadInput;
+  } catch (const accel::SystemError& e) {
+    std::cerr << "accel: " << e.what() << "\n";
+    return accel::kExitSystem;
   } catch (const std::exception& e) {
     std::cerr << "accel: internal error: " << e.what() << "\n";
-    return 3;
+    return accel::kExitInternal;
   }
   return exit_code;
 }

@@ -1,19 +1,14 @@
 // accel serve: the node agent — exporter, device plugin, node labels and MIG manager in one
 // process from one YAML file; SIGHUP reloads the file, SIGINT/SIGTERM stop gracefully.
-#include <malloc.h>
-#include <signal.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <iostream>
 #include <memory>
-#include <sstream>
 #include <string>
 
 #include "agent/agent.h"
 #include "cli/commands.h"
-#include "common/error.h"
-#include "devices/backend.h"
+#include "cli/daemon.h"
+#include "common/strings.h"
 
 namespace accel::cli {
 
@@ -31,17 +26,9 @@ agent::AgentConfig LoadConfig(const ServeOptions& o) {
   if (!o.nvml_library.empty()) c.nvml_library = o.nvml_library;
   if (!o.rocm_smi_library.empty()) c.rocm_smi_library = o.rocm_smi_library;
   if (!o.hlml_library.empty()) c.hlml_library = o.hlml_library;
-  if (!o.vendors.empty()) {
-    c.vendors.clear();
-    std::stringstream in(o.vendors);
-    for (std::string v; std::getline(in, v, ',');) {
-      if (!v.empty()) c.vendors.push_back(v);
-    }
-  }
+  if (!o.vendors.empty()) c.vendors = SplitList(o.vendors);
   return c;
 }
-
-void Log(const std::string& line) { std::cerr << "accel serve: " << line << "\n"; }
 
 void PrintSummary(const agent::AgentStatus& s) {
   std::cout << "devices: " << s.devices.size() << "\n";
@@ -62,61 +49,12 @@ void PrintSummary(const agent::AgentStatus& s) {
   std::cout << "device plugin: " << (s.device_plugin ? "serving" : "off") << "\n";
 }
 
-/// Waits for signals and acts on them until SIGINT/SIGTERM.
-void SignalLoop(const sigset_t& signals, agent::Agent* agent, const ServeOptions& o) {
-  for (;;) {
-    int sig = 0;
-    sigwait(&signals, &sig);
-    if (sig != SIGHUP) {
-      Log(std::string(sig == SIGTERM ? "SIGTERM" : "SIGINT") + ", stopping");
-      return;
-    }
-    Log("SIGHUP, reloading " + (o.config.empty() ? std::string("(defaults)") : o.config));
-    try {
-      agent->Reload(LoadConfig(o));
-      Log("reloaded");
-    } catch (const std::exception& e) {
-      Log(std::string("reload failed, keeping the previous config: ") + e.what());
-    }
-  }
-}
-
 int RunServe(const ServeOptions& o) {
-  // Long-running, several threads allocating the same big buffers: see `accel exporter`.
-  mallopt(M_ARENA_MAX, 2);
-  mallopt(M_MMAP_THRESHOLD, 128 * 1024);
-  agent::AgentConfig config;
-  try {
-    config = LoadConfig(o);
-  } catch (const InputError& e) {
-    Log(e.what());
-    return kExitBadInput;
-  }
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGHUP);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // before any thread starts
-
-  auto agent = std::make_unique<agent::Agent>(Log);
-  try {
-    agent->Start(config);
-  } catch (const std::exception& e) {  // InputError, BackendError, cannot listen
-    Log(e.what());
-    return kExitBadInput;
-  }
-  if (o.once) {
-    PrintSummary(agent->status());
-    std::cout.flush();
-  } else {
-    SignalLoop(signals, agent.get(), o);
-  }
-  if (!agent->Stop()) {
-    agent.release();  // a vendor call is still hung: leave it behind
-    _exit(kExitOk);
-  }
-  return kExitOk;
+  DaemonSpec spec;
+  spec.name = "accel serve";
+  spec.load = [&o] { return LoadConfig(o); };
+  if (o.once) spec.once = [](agent::Agent& agent) { PrintSummary(agent.status()); };
+  return RunDaemon(spec);
 }
 
 }  // namespace
@@ -137,7 +75,7 @@ void RegisterServe(CLI::App& app, int* exit_code) {
       "Signals: SIGHUP reloads the file (a bad file is logged and the running config kept);\n"
       "SIGINT/SIGTERM stop: device plugins withdraw their devices and remove their sockets.\n"
       "Exit status: 0 stopped by a signal (or --once done); 2 bad config, vendor library or\n"
-      "listen address (nothing was registered).");
+      "listen address; 5 the system refused (port in use, socket): nothing was registered.");
   cmd->add_option("--config,-f", o->config, "agent YAML (see examples/agent/agent.yaml); none = defaults");
   cmd->add_flag("--once", o->once,
                 "start, print devices, resources, labels and the metrics size, stop, exit");

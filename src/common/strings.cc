@@ -13,6 +13,24 @@ std::string JoinStrings(const std::vector<std::string>& items, std::string_view 
   return out;
 }
 
+std::string_view Trim(std::string_view s, std::string_view chars) {
+  size_t b = s.find_first_not_of(chars);
+  if (b == std::string_view::npos) return {};
+  return s.substr(b, s.find_last_not_of(chars) - b + 1);
+}
+
+std::vector<std::string> SplitList(std::string_view text, char sep) {
+  std::vector<std::string> out;
+  while (true) {
+    size_t end = text.find(sep);
+    std::string_view item = Trim(text.substr(0, end));
+    if (!item.empty()) out.emplace_back(item);
+    if (end == std::string_view::npos) break;
+    text.remove_prefix(end + 1);
+  }
+  return out;
+}
+
 namespace {
 
 bool IsDigit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }

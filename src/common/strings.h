@@ -14,4 +14,16 @@ std::string JoinStrings(const std::vector<std::string>& items, std::string_view 
 /// "mlx5_2" < "mlx5_10" and "cpu9" < "cpu10"; otherwise byte order. A strict weak order.
 bool NaturalLess(std::string_view a, std::string_view b);
 
+/// The characters Trim removes by default: ASCII white space (space, \t, \n, \v, \f, \r).
+inline constexpr std::string_view kAsciiSpace = " \t\n\v\f\r";
+
+/// `s` without leading and trailing characters from `chars`: Trim("  a b \n") → "a b".
+/// The result views `s`; it is empty when `s` holds only such characters. Protocols with their
+/// own white space pass it (HTTP's OWS and Nova's extra specs: " \t").
+std::string_view Trim(std::string_view s, std::string_view chars = kAsciiSpace);
+
+/// The items of a `sep`-separated list, each trimmed of ASCII white space, empty items left out:
+/// SplitList(" nvidia, amd,,habana ") → {"nvidia", "amd", "habana"}; "" → {}.
+std::vector<std::string> SplitList(std::string_view text, char sep = ',');
+
 }  // namespace accel

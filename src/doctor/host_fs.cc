@@ -26,13 +26,6 @@ std::string Join(const std::string& root, const std::string& path) {
   return path.empty() || path[0] != '/' ? r + "/" + path : r + path;
 }
 
-std::string Trim(const std::string& s) {
-  size_t b = 0, e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
-  return s.substr(b, e - b);
-}
-
 // The reason a path cannot be opened, in the words an operator expects.
 std::string Reason(const std::string& full, int err) {
   struct stat st;

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "doctor/doctor_internal.h"
+#include "common/strings.h"
 
 namespace accel::doctor {
 
@@ -37,11 +38,6 @@ bool PowerSaving(const std::string& profile) {
                                                "laptop-battery-powersave", "laptop-ac-powersave",
                                                "server-powersave", "spindown-disk"};
   return kPower.count(profile) > 0;
-}
-
-std::string Trim(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t\r\n"), e = s.find_last_not_of(" \t\r\n");
-  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
 }
 
 // The value of `key` in an ini-style text ("key = value", "key=value"); the last one wins.

@@ -3,6 +3,8 @@
 // Everything is computed from discovery and the topology model; nothing is probed here.
 #include "kube/node_labels.h"
 
+#include "common/atomic_file.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -181,30 +183,8 @@ std::string FormatFeatureFile(const Labels& labels) {
 }
 
 void WriteFeatureFile(const std::string& path, const Labels& labels) {
-  namespace fs = std::filesystem;
-  fs::path target(path);
-  std::error_code ec;
-  if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
-  if (ec) throw std::runtime_error(path + ": cannot create directory: " + ec.message());
-  // NFD reads features.d/* as they appear: a hidden temporary name it skips, then rename.
-  fs::path tmp = target.parent_path() /
-                 ("." + target.filename().string() + ".tmp." + std::to_string(getpid()));
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << FormatFeatureFile(labels);
-    out.flush();
-    if (!out) {
-      out.close();
-      fs::remove(tmp, ec);
-      throw std::runtime_error(path + ": cannot write " + tmp.string());
-    }
-  }
-  fs::rename(tmp, target, ec);
-  if (ec) {
-    std::error_code ignored;
-    fs::remove(tmp, ignored);
-    throw std::runtime_error(path + ": cannot rename " + tmp.string() + ": " + ec.message());
-  }
+  // NFD reads features.d/* as they appear; the atomic writer's hidden temporary name is skipped.
+  WriteFileAtomically(path, FormatFeatureFile(labels), {.create_directories = true});
 }
 
 }  // namespace accel::kube

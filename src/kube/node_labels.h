@@ -31,8 +31,8 @@ Labels NodeLabels(const std::vector<NodeDevice>& devices, const PluginConfig& co
 /// "key=value\n" per label.
 std::string FormatFeatureFile(const Labels& labels);
 
-/// Writes FormatFeatureFile(labels) to `path` atomically (temporary file in the same directory,
-/// then rename), creating the directory if needed. Throws std::runtime_error naming the path.
+/// Writes FormatFeatureFile(labels) to `path` with WriteFileAtomically (a hidden temporary name
+/// NFD skips, then rename), creating the directory if needed. Throws SystemError naming the path.
 void WriteFeatureFile(const std::string& path, const Labels& labels);
 
 }  // namespace accel::kube

@@ -11,98 +11,13 @@
 #include <optional>
 
 #include "common/error.h"
+#include "common/yaml_config.h"
 
 namespace accel::kube {
 
 namespace {
 
 constexpr size_t kMaxResourceNameLength = 63;
-
-// Walks one mapping, dispatching each key to its handler; knows the file name for errors.
-class MapReader {
- public:
-  using Handler = std::function<void(const YAML::Node& value, const std::string& field)>;
-
-  MapReader(const std::string& where, const YAML::Node& node, std::string path)
-      : where_(where), node_(node), path_(std::move(path)) {}
-
-  MapReader& On(const std::string& key, Handler handler) {
-    handlers_[key] = std::move(handler);
-    return *this;
-  }
-  /// NVIDIA keys that mean nothing to accel: accepted, not read.
-  MapReader& Ignore(std::initializer_list<const char*> keys) {
-    for (const char* key : keys) handlers_[key] = [](const YAML::Node&, const std::string&) {};
-    return *this;
-  }
-  void Run() const;
-
- private:
-  const std::string& where_;
-  YAML::Node node_;
-  std::string path_;
-  std::map<std::string, Handler> handlers_;
-};
-
-std::string Join(const std::string& path, const std::string& key) {
-  return path.empty() ? key : path + "." + key;
-}
-
-void MapReader::Run() const {
-  if (!node_ || node_.IsNull()) return;
-  if (!node_.IsMap()) throw InputError(where_, path_, "must be a mapping");
-  for (const auto& entry : node_) {
-    std::string key = entry.first.IsScalar() ? entry.first.Scalar() : "";
-    auto handler = handlers_.find(key);
-    if (handler == handlers_.end()) {
-      std::string known;
-      for (const auto& [name, unused] : handlers_) known += (known.empty() ? "" : ", ") + name;
-      throw InputError(where_, Join(path_, key), "unknown key", "known here: " + known);
-    }
-    if (entry.second.IsNull()) continue;  // `key:` with no value means "default", as in NVIDIA's
-    handler->second(entry.second, Join(path_, key));
-  }
-}
-
-bool IsPlain(const YAML::Node& node) { return node.IsScalar() && node.Tag() == "?"; }
-
-std::string Scalar(const std::string& where, const YAML::Node& node, const std::string& field) {
-  if (!node.IsScalar()) throw InputError(where, field, "must be a string");
-  return node.Scalar();
-}
-
-// yaml.v2's YAML 1.1 booleans.
-bool Bool(const std::string& where, const YAML::Node& node, const std::string& field) {
-  static const std::set<std::string> kTrue = {"y", "Y", "yes", "Yes", "YES", "true",
-                                              "True", "TRUE", "on", "On", "ON"};
-  static const std::set<std::string> kFalse = {"n", "N", "no", "No", "NO", "false",
-                                               "False", "FALSE", "off", "Off", "OFF"};
-  if (IsPlain(node) && kTrue.count(node.Scalar())) return true;
-  if (IsPlain(node) && kFalse.count(node.Scalar())) return false;
-  throw InputError(where, field, "must be true or false");
-}
-
-// A plain decimal integer (a quoted "2" is a string to NVIDIA's reader, so it is refused here).
-long long Integer(const std::string& where, const YAML::Node& node, const std::string& field) {
-  std::string s = IsPlain(node) ? node.Scalar() : "";
-  size_t digits = s.size() - (!s.empty() && s[0] == '-' ? 1 : 0);
-  bool ok = digits > 0 && digits <= 12 &&
-            std::all_of(s.end() - digits, s.end(), [](char c) { return c >= '0' && c <= '9'; });
-  if (!ok) throw InputError(where, field, "must be an integer, got '" + s + "'");
-  return std::stoll(s);
-}
-
-template <typename T>
-T OneOf(const std::string& where, const YAML::Node& node, const std::string& field,
-        const std::vector<std::pair<const char*, T>>& names) {
-  std::string value = Scalar(where, node, field);
-  std::string known;
-  for (const auto& [name, result] : names) {
-    if (value == name) return result;
-    known += (known.empty() ? "" : ", ") + std::string(name);
-  }
-  throw InputError(where, field, "unknown value '" + value + "'", "one of: " + known);
-}
 
 std::vector<DeviceListStrategy> ParseDeviceList(const std::string& where, const YAML::Node& node,
                                                 const std::string& field) {
@@ -113,7 +28,7 @@ std::vector<DeviceListStrategy> ParseDeviceList(const std::string& where, const 
       {"cdi-cri", DeviceListStrategy::kCdiCri}};
   std::vector<DeviceListStrategy> out;
   auto add = [&](const YAML::Node& item, const std::string& item_field) {
-    DeviceListStrategy s = OneOf(where, item, item_field, kNames);
+    DeviceListStrategy s = YamlOneOf(where, item, item_field, kNames);
     if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
   };
   if (node.IsSequence()) {
@@ -147,12 +62,12 @@ void ParseTimeSlicingResource(const std::string& where, const YAML::Node& node,
                               const std::string& field, TimeSlicing* out) {
   std::optional<std::string> name;
   std::optional<long long> replicas;
-  MapReader(where, node, field)
+  YamlMapReader(where, node, field)
       .On("name", [&](const YAML::Node& v, const std::string& f) {
-        name = ResourceName(where, Scalar(where, v, f), f);
+        name = ResourceName(where, YamlString(where, v, f), f);
       })
       .On("replicas", [&](const YAML::Node& v, const std::string& f) {
-        replicas = Integer(where, v, f);
+        replicas = YamlInteger(where, v, f);
         if (*replicas < 2) throw InputError(where, f, "number of replicas must be >= 2");
       })
       .On("rename", [&](const YAML::Node&, const std::string& f) {
@@ -160,7 +75,7 @@ void ParseTimeSlicingResource(const std::string& where, const YAML::Node& node,
                          "use renameByDefault");
       })
       .On("devices", [&](const YAML::Node& v, const std::string& f) {
-        if (IsPlain(v) && v.Scalar() == "all") return;  // what NVIDIA forces at run time anyway
+        if (IsPlainYamlScalar(v) && v.Scalar() == "all") return;  // what NVIDIA forces at run time anyway
         throw InputError(where, f, "accel does not support per-device selection yet",
                          "remove `devices` to share every device of the resource");
       })
@@ -176,12 +91,12 @@ void ParseTimeSlicingResource(const std::string& where, const YAML::Node& node,
 
 void ParseTimeSlicing(const std::string& where, const YAML::Node& node, const std::string& field,
                       TimeSlicing* out) {
-  MapReader(where, node, field)
+  YamlMapReader(where, node, field)
       .On("renameByDefault", [&](const YAML::Node& v, const std::string& f) {
-        out->rename_by_default = Bool(where, v, f);
+        out->rename_by_default = YamlBool(where, v, f);
       })
       .On("failRequestsGreaterThanOne", [&](const YAML::Node& v, const std::string& f) {
-        out->fail_requests_greater_than_one = Bool(where, v, f);
+        out->fail_requests_greater_than_one = YamlBool(where, v, f);
       })
       .On("resources", [&](const YAML::Node& v, const std::string& f) {
         if (!v.IsSequence()) throw InputError(where, f, "must be a list");
@@ -197,7 +112,7 @@ void ParseTimeSlicing(const std::string& where, const YAML::Node& node, const st
 }
 
 void ParseSharing(const std::string& where, const YAML::Node& node, PluginConfig* config) {
-  MapReader(where, node, "sharing")
+  YamlMapReader(where, node, "sharing")
       .On("timeSlicing", [&](const YAML::Node& v, const std::string& f) {
         ParseTimeSlicing(where, v, f, &config->time_slicing);
       })
@@ -208,21 +123,21 @@ void ParseSharing(const std::string& where, const YAML::Node& node, PluginConfig
 }
 
 void ParsePluginFlags(const std::string& where, const YAML::Node& node, PluginConfig* config) {
-  MapReader(where, node, "flags.plugin")
+  YamlMapReader(where, node, "flags.plugin")
       .On("passDeviceSpecs", [&](const YAML::Node& v, const std::string& f) {
-        config->pass_device_specs = Bool(where, v, f);
+        config->pass_device_specs = YamlBool(where, v, f);
       })
       .On("deviceListStrategy", [&](const YAML::Node& v, const std::string& f) {
         config->device_list = ParseDeviceList(where, v, f);
       })
       .On("deviceIDStrategy", [&](const YAML::Node& v, const std::string& f) {
-        config->device_id_index = OneOf<bool>(where, v, f, {{"uuid", false}, {"index", true}});
+        config->device_id_index = YamlOneOf<bool>(where, v, f, {{"uuid", false}, {"index", true}});
       })
       .On("cdiAnnotationPrefix", [&](const YAML::Node& v, const std::string& f) {
-        config->cdi_annotation_prefix = Scalar(where, v, f);
+        config->cdi_annotation_prefix = YamlString(where, v, f);
       })
       .On("sharedDevicesAllocationPolicy", [&](const YAML::Node& v, const std::string& f) {
-        config->replica_policy = OneOf<ReplicaPolicy>(
+        config->replica_policy = YamlOneOf<ReplicaPolicy>(
             where, v, f, {{"distributed", ReplicaPolicy::kDistributed},
                           {"packed", ReplicaPolicy::kPacked}});
       })
@@ -232,17 +147,17 @@ void ParsePluginFlags(const std::string& where, const YAML::Node& node, PluginCo
 
 void ParseFlags(const std::string& where, const YAML::Node& node, PluginConfig* config) {
   std::optional<std::string> dev_root, driver_root;
-  MapReader(where, node, "flags")
+  YamlMapReader(where, node, "flags")
       .On("migStrategy", [&](const YAML::Node& v, const std::string& f) {
-        config->mig_strategy = OneOf<MigStrategy>(
+        config->mig_strategy = YamlOneOf<MigStrategy>(
             where, v, f, {{"none", MigStrategy::kNone}, {"single", MigStrategy::kSingle},
                           {"mixed", MigStrategy::kMixed}});
       })
       .On("nvidiaDevRoot", [&](const YAML::Node& v, const std::string& f) {
-        dev_root = Scalar(where, v, f);
+        dev_root = YamlString(where, v, f);
       })
       .On("nvidiaDriverRoot", [&](const YAML::Node& v, const std::string& f) {
-        driver_root = Scalar(where, v, f);
+        driver_root = YamlString(where, v, f);
       })
       .On("plugin", [&](const YAML::Node& v, const std::string&) {
         ParsePluginFlags(where, v, config);
@@ -260,22 +175,22 @@ void ParseFlags(const std::string& where, const YAML::Node& node, PluginConfig* 
 }
 
 void ParseHealth(const std::string& where, const YAML::Node& node, HealthPolicy* health) {
-  MapReader(where, node, "health")
+  YamlMapReader(where, node, "health")
       .On("enabled", [&](const YAML::Node& v, const std::string& f) {
-        health->enabled = Bool(where, v, f);
+        health->enabled = YamlBool(where, v, f);
       })
       .On("ignoredXids", [&](const YAML::Node& v, const std::string& f) {
         if (!v.IsSequence()) throw InputError(where, f, "must be a list of XID numbers");
         health->ignored_xids.clear();
         for (size_t i = 0; i < v.size(); ++i) {
           std::string item = f + "[" + std::to_string(i) + "]";
-          long long xid = Integer(where, v[i], item);
+          long long xid = YamlInteger(where, v[i], item);
           if (xid < 0) throw InputError(where, item, "must not be negative");
           health->ignored_xids.insert(static_cast<uint64_t>(xid));
         }
       })
       .On("recoverAfterSeconds", [&](const YAML::Node& v, const std::string& f) {
-        long long seconds = Integer(where, v, f);
+        long long seconds = YamlInteger(where, v, f);
         if (seconds < 0 || seconds > 7 * 24 * 3600) {
           throw InputError(where, f, "must be between 0 (never) and 604800 seconds");
         }
@@ -288,9 +203,9 @@ void ParseHealth(const std::string& where, const YAML::Node& node, HealthPolicy*
 
 PluginConfig ParsePluginConfig(const YAML::Node& node, const std::string& where) {
   PluginConfig config;
-  MapReader(where, node, "")
+  YamlMapReader(where, node, "")
       .On("version", [&](const YAML::Node& v, const std::string& f) {
-        std::string version = Scalar(where, v, f);
+        std::string version = YamlString(where, v, f);
         if (version != "v1") throw InputError(where, f, "unknown version '" + version + "'",
                                               "only v1 is supported");
       })
@@ -300,7 +215,7 @@ PluginConfig ParsePluginConfig(const YAML::Node& node, const std::string& where)
       .On("health",
           [&](const YAML::Node& v, const std::string&) { ParseHealth(where, v, &config.health); })
       .On("pluginDir", [&](const YAML::Node& v, const std::string& f) {
-        config.plugin_dir = Scalar(where, v, f);
+        config.plugin_dir = YamlString(where, v, f);
         if (config.plugin_dir.empty() || config.plugin_dir.front() != '/') {
           throw InputError(where, f, "must be an absolute path");
         }

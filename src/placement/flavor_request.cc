@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "common/error.h"
+#include "common/strings.h"
 #include "placement/flavor.h"
 #include "placement/flavor_cpu_topology.h"
 #include "placement/flavor_keys.h"
@@ -22,11 +23,8 @@ constexpr int kMaxVcpus = 65536;
 
 std::string Quote(std::string_view s) { return "'" + std::string(s) + "'"; }
 
-std::string Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return std::string(s);
-}
+// Nova strips spaces and tabs around extra-spec values.
+std::string TrimSpec(std::string_view s) { return std::string(Trim(s, " \t")); }
 
 // The flavor's extra specs by key, after the checks every key gets (shape, duplicates, known hw:
 // keys, no empty hw: values). Fail() throws an InputError naming the key and the Nova exception.
@@ -42,7 +40,7 @@ class Specs {
       }
       if (!specs_.emplace(key, value).second) Fail(key, "is given twice", "", "keep one value");
       bool checked = key.rfind("hw:", 0) == 0 || key == "pci_passthrough:alias";
-      if (checked && Trim(value).empty())
+      if (checked && TrimSpec(value).empty())
         Fail(key, "has an empty value", "", "give a value or remove the key");
     }
   }
@@ -72,7 +70,7 @@ class Specs {
 // Python int() on a spec value: optional spaces and sign, decimal digits. Returns false on
 // anything else or a value outside [lo, hi].
 bool ParseInt(std::string_view text, long long lo, long long hi, long long* out) {
-  std::string s = Trim(text);
+  std::string s = TrimSpec(text);
   size_t i = 0;
   bool negative = false;
   if (i < s.size() && (s[i] == '+' || s[i] == '-')) negative = s[i++] == '-';
@@ -88,7 +86,7 @@ bool ParseInt(std::string_view text, long long lo, long long hi, long long* out)
 
 // oslo strutils.bool_from_string, strict.
 std::optional<bool> ParseBool(std::string_view text) {
-  std::string s = Trim(text);
+  std::string s = TrimSpec(text);
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   for (const char* t : {"1", "t", "true", "on", "y", "yes"})
     if (s == t) return true;
@@ -101,7 +99,7 @@ std::optional<bool> ParseBool(std::string_view text) {
 // "0-(vcpus-1),". Returns false and sets *error on a malformed spec.
 bool ParseVcpuSpec(std::string_view text, int vcpus, bool mask, CpuSet* out, std::string* error) {
   std::string spec(text);
-  if (mask && !Trim(spec).empty() && Trim(spec)[0] == '^') {
+  if (mask && !TrimSpec(spec).empty() && TrimSpec(spec)[0] == '^') {
     spec = "0-" + std::to_string(vcpus - 1) + "," + spec;
   }
   return CpuSet::Parse(spec, out, error);
@@ -533,12 +531,12 @@ std::vector<PciRequest> ReadPciRequests(const Specs& specs, const PciAliasTable&
     if (colon == std::string::npos || item.find(':', colon + 1) != std::string::npos) {
       specs.Fail(key, Quote(item) + " is not name:count", "", "write e.g. h100:2 or h100:1,cx7-vf:2");
     }
-    std::string name = Trim(item.substr(0, colon));
+    std::string name = TrimSpec(item.substr(0, colon));
     if (name.empty()) specs.Fail(key, Quote(item) + " has no alias name before ':'", "", "write e.g. h100:2");
     long long count = 0;
     if (!ParseInt(item.substr(colon + 1), 1, 1 << 20, &count)) {
       specs.Fail(key,
-                 "count " + Quote(Trim(item.substr(colon + 1))) + " of alias " + Quote(name) +
+                 "count " + Quote(TrimSpec(item.substr(colon + 1))) + " of alias " + Quote(name) +
                      " is not a whole number >= 1",
                  "", "write e.g. " + name + ":1");
     }

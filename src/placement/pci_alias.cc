@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "common/error.h"
+#include "common/strings.h"
 #include "common/structured_file.h"
 
 namespace accel::placement {
@@ -15,12 +16,6 @@ using nlohmann::json;
 const char kKnownKeys[] = "name, vendor_id, product_id, device_type, numa_policy, capability_type";
 
 std::string Quote(const std::string& s) { return "'" + s + "'"; }
-
-std::string Trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return std::string(s);
-}
 
 class EntryReader {
  public:
@@ -37,7 +32,7 @@ class EntryReader {
     auto it = entry.find("name");
     if (it == entry.end()) Fail("name", "is missing", "every alias entry needs a name");
     if (!it->is_string()) Fail("name", "must be a string");
-    std::string name = Trim(it->get<std::string>());  // Nova strips the name
+    std::string name(Trim(it->get<std::string>()));  // Nova strips the name
     if (name.empty()) Fail("name", "is empty", "give the name flavors use in pci_passthrough:alias");
     if (name.size() > 256) Fail("name", "is longer than 256 characters (Nova's limit)");
     for (char c : name) {
@@ -190,7 +185,7 @@ std::vector<std::string> Lines(std::string_view text) {
 // The first line that is neither blank nor a comment decides whether the text is nova.conf.
 bool LooksLikeNovaConf(std::string_view text) {
   for (const std::string& raw : Lines(text)) {
-    std::string line = Trim(raw);
+    std::string line(Trim(raw));
     if (line.empty() || line[0] == '#' || line[0] == ';') continue;
     return IsSectionHeader(line) || IsAliasAssignment(line);
   }
@@ -203,19 +198,19 @@ std::vector<PciAlias> ParseNovaConf(std::string_view text, const std::string& wh
   std::string section = "pci";  // bare "alias =" lines without a header count as [pci]
   size_t entries = 0;
   for (size_t i = 0; i < lines.size(); ++i) {
-    std::string line = Trim(lines[i]);
+    std::string line(Trim(lines[i]));
     if (line.empty() || line[0] == '#' || line[0] == ';') continue;
     if (IsSectionHeader(line)) {
       section = line.substr(1, line.size() - 2);
       continue;
     }
     if (section != "pci" || !IsAliasAssignment(line)) continue;
-    std::string value = Trim(std::string_view(line).substr(line.find('=') + 1));
+    std::string value(Trim(std::string_view(line).substr(line.find('=') + 1)));
     size_t first = i;
     // oslo.config continues a value on the following indented lines.
     while (i + 1 < lines.size() && !lines[i + 1].empty() &&
            (lines[i + 1][0] == ' ' || lines[i + 1][0] == '\t') && !Trim(lines[i + 1]).empty()) {
-      value += " " + Trim(lines[++i]);
+      value += " " + std::string(Trim(lines[++i]));
     }
     // oslo.config drops one pair of quotes around a value.
     if (value.size() >= 2 && (value[0] == '\'' || value[0] == '"') && value.back() == value[0]) {

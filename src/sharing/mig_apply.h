@@ -125,10 +125,10 @@ enum class MigConfigState { kPending, kSuccess, kFailed };
 const char* MigConfigStateName(MigConfigState state);
 
 /// Writes the feature file `path` with two lines, `nvidia.com/mig.config=<config>` and
-/// `nvidia.com/mig.config.state=<state>`, atomically (a temporary file in the same directory,
-/// renamed over `path`), so the node agent never reads half a file. Throws InputError when
-/// `config` is not a valid label value (<= 63 of [A-Za-z0-9._-], alphanumeric at both ends) or
-/// the file cannot be written (where() = path, problem = the OS error).
+/// `nvidia.com/mig.config.state=<state>`, with WriteFileAtomically (a hidden temporary name NFD
+/// skips, renamed over `path`), so neither NFD nor the node agent reads half a file. Throws
+/// InputError when `config` is not a valid label value (<= 63 of [A-Za-z0-9._-], alphanumeric at
+/// both ends) and SystemError when the file cannot be written (the path and the OS's reason).
 void WriteMigConfigState(const std::string& path, const std::string& config, MigConfigState state);
 
 /// The two labels as found in a feature file.

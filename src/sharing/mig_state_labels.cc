@@ -10,6 +10,7 @@
 #include <fstream>
 #include <string>
 
+#include "common/atomic_file.h"
 #include "common/error.h"
 #include "sharing/mig_apply.h"
 
@@ -28,11 +29,6 @@ bool ValidLabelValue(const std::string& value) {
     return false;
   return std::all_of(value.begin(), value.end(),
                      [&](char c) { return alnum(c) || c == '.' || c == '_' || c == '-'; });
-}
-
-[[noreturn]] void WriteFailed(const std::string& path, const std::string& what) {
-  throw InputError(path, "", what + ": " + std::strerror(errno),
-                   "check the directory exists and is writable, or choose another state file");
 }
 
 }  // namespace
@@ -57,20 +53,7 @@ void WriteMigConfigState(const std::string& path, const std::string& config, Mig
   }
   std::string text = std::string(kConfigKey) + "=" + config + "\n" + kStateKey + "=" +
                      MigConfigStateName(state) + "\n";
-  // Same directory, so rename() is atomic; the pid keeps concurrent writers apart.
-  std::string temp = path + ".tmp." + std::to_string(getpid());
-  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) WriteFailed(path, "cannot create " + temp);
-  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
-            ::fsync(fd) == 0;
-  int saved = errno;
-  ::close(fd);
-  if (!ok || std::rename(temp.c_str(), path.c_str()) != 0) {
-    if (ok) saved = errno;
-    std::remove(temp.c_str());
-    errno = saved;
-    WriteFailed(path, "cannot write the state file");
-  }
+  WriteFileAtomically(path, text);
 }
 
 std::optional<MigConfigLabels> ReadMigConfigState(const std::string& path) {

@@ -1,4 +1,5 @@
 #include "telemetry/http_request.h"
+#include "common/strings.h"
 
 #include <charconv>
 
@@ -20,11 +21,8 @@ bool StartsWithLower(std::string_view s, std::string_view lower) {
   return s.size() >= lower.size() && EqualsLower(s.substr(0, lower.size()), lower);
 }
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
+// RFC 9110 optional white space around field values.
+std::string_view TrimOws(std::string_view s) { return Trim(s, " \t"); }
 
 // RFC 9110 tchar.
 bool IsTokenChar(unsigned char c) {
@@ -131,7 +129,7 @@ HeadError ParseRequestLine(std::string_view line, RequestHead* head) {
 void ParseConnection(std::string_view value, RequestHead* head) {
   while (!value.empty()) {
     const size_t comma = value.find(',');
-    const std::string_view option = Trim(value.substr(0, comma));
+    const std::string_view option = TrimOws(value.substr(0, comma));
     if (EqualsLower(option, "close")) head->connection_close = true;
     if (EqualsLower(option, "keep-alive")) head->connection_keep_alive = true;
     if (comma == std::string_view::npos) break;
@@ -157,7 +155,7 @@ HeadError ParseField(std::string_view line, RequestHead* head) {
   const size_t colon = line.find(':');
   if (colon == std::string_view::npos) return HeadError::kBadHeaderField;
   const std::string_view name = line.substr(0, colon);
-  const std::string_view value = Trim(line.substr(colon + 1));
+  const std::string_view value = TrimOws(line.substr(colon + 1));
   // A space before the colon is refused, not trimmed (RFC 9112 section 5.1).
   if (!IsToken(name) || !IsFieldValue(value)) return HeadError::kBadHeaderField;
   if (++head->field_count > kMaxHeaderFields) return HeadError::kTooManyFields;
@@ -243,13 +241,13 @@ bool AcceptsGzip(std::string_view header) {
     const size_t comma = header.find(',');
     const std::string_view item = header.substr(0, comma);
     const size_t semi = item.find(';');
-    const std::string_view name = Trim(item.substr(0, semi));
+    const std::string_view name = TrimOws(item.substr(0, semi));
     if (EqualsLower(name, "gzip") || EqualsLower(name, "x-gzip") || name == "*") {
       if (semi == std::string_view::npos) return true;
       const std::string_view params = item.substr(semi + 1);
       const size_t q = params.find("q=");
       if (q == std::string_view::npos) return true;
-      std::string_view number = Trim(params.substr(q + 2));
+      std::string_view number = TrimOws(params.substr(q + 2));
       if (!number.empty() && number.front() == '+') number.remove_prefix(1);
       double value = 0;
       std::from_chars(number.data(), number.data() + number.size(), value);

@@ -26,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/error.h"
 #include "telemetry/basic_auth.h"
 #include "telemetry/http_request.h"
 #include "telemetry/http_stream.h"
@@ -251,12 +252,12 @@ SSL_CTX* MetricsServer::Impl::MakeTlsContext() const {
   SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
   if (ctx == nullptr) {
     ERR_clear_error();
-    throw std::runtime_error("cannot set up TLS: no OpenSSL context");
+    throw SystemError("cannot set up TLS", "", "no OpenSSL context");
   }
   TlsSetupError e;
   if (!ConfigureTlsContext(config.tls, ctx, &e)) {
     SSL_CTX_free(ctx);
-    throw std::runtime_error("cannot set up TLS: " + e.field + ": " + e.problem);
+    throw SystemError("cannot set up TLS", e.field, e.problem, "check the web config's certificate and key");
   }
   return ctx;
 }
@@ -499,7 +500,8 @@ void MetricsServer::Start(const ListenAddress& address) {
   if (stop_fd < 0) {
     if (fd >= 0) close(fd);
     if (tls != nullptr) SSL_CTX_free(tls);
-    throw std::runtime_error("cannot listen on " + FormatListenAddress(address) + ": " + reason);
+    throw SystemError("cannot listen on", FormatListenAddress(address), reason,
+                      "is another exporter on this port? choose another with the listen address");
   }
 
   s.listen_fd = fd;

@@ -43,7 +43,7 @@ class MetricsServer {
 
   /// Binds `address` (an empty host = every interface, IPv6 and IPv4; port 0 = an ephemeral
   /// port) and serves on a background thread until Stop. Returns once the server accepts
-  /// connections. Throws std::runtime_error("cannot listen on ADDR: reason") when the address
+  /// connections. Throws SystemError("cannot listen on ADDR: reason") when the address
   /// cannot be bound, or "cannot set up TLS: ..." when OpenSSL refuses the config; throws
   /// std::logic_error when already started.
   void Start(const ListenAddress& address);

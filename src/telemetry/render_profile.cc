@@ -1,9 +1,9 @@
 #include "telemetry/render_profile.h"
 
 #include <set>
-#include <sstream>
 
 #include "common/error.h"
+#include "common/strings.h"
 
 namespace accel::telemetry {
 
@@ -11,9 +11,7 @@ RenderOptions RenderOptionsForProfile(const std::string& profile, const std::str
                                       const std::string& field) {
   static const std::set<std::string> kKnown = {"auto", "none", "dcgm", "amd", "gaudi"};
   std::set<std::string> profiles;
-  std::stringstream in(profile);
-  for (std::string item; std::getline(in, item, ',');) {
-    if (item.empty()) continue;
+  for (const std::string& item : SplitList(profile)) {
     if (!kKnown.count(item)) {
       throw InputError(where, field, "unknown profile '" + item + "'",
                        "use auto, none, or a comma list of dcgm, amd, gaudi");

@@ -1,0 +1,34 @@
+// RunDaemon: the one way accel runs its long-running agent — `accel serve` (every part) and
+// `accel exporter` (the exporter part only) — so both handle signals, memory, start-up errors
+// and a hung vendor library alike.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "agent/agent.h"
+#include "agent/agent_config.h"
+
+namespace accel::cli {
+
+struct DaemonSpec {
+  /// Log prefix and name in messages: "accel serve", "accel exporter".
+  std::string name;
+  /// Builds the config: called at start and again on every SIGHUP. Throws InputError.
+  std::function<agent::AgentConfig()> load;
+  /// Start, call `once` with the running agent, stop, exit — instead of serving until a signal.
+  std::function<void(agent::Agent&)> once;
+};
+
+/// Runs the agent described by `spec` until SIGINT/SIGTERM (or `once` returns):
+///   - tunes glibc's allocator for a long-running process with a few busy threads;
+///   - blocks SIGINT, SIGTERM and SIGHUP in every thread before any starts, then waits for them
+///     in this one: SIGHUP reloads (spec.load again; a failure is logged and the running config
+///     kept), SIGINT/SIGTERM stop;
+///   - on stop, leaves a vendor call that is still hung behind and exits at once (_exit).
+/// Returns the exit code: kExitOk after a signal or `once`; kExitBadInput when the config, a
+/// vendor library (BackendError) or the web config is wrong; kExitSystem when the system refuses
+/// (cannot listen, cannot create a socket). Nothing is left running on an error.
+int RunDaemon(const DaemonSpec& spec);
+
+}  // namespace accel::cli

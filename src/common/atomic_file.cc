@@ -1,0 +1,75 @@
+#include "common/atomic_file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <filesystem>
+
+#include "common/error.h"
+
+namespace accel {
+
+namespace {
+
+/// write(2) until everything is written; false (errno set) on an error.
+bool WriteAll(int fd, std::string_view content) {
+  while (!content.empty()) {
+    ssize_t n = ::write(fd, content.data(), content.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    content.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+[[noreturn]] void Fail(const std::string& path, int err) {
+  throw SystemError::FromErrno("cannot write", path, err,
+                               "check that the directory exists, is writable and has space");
+}
+
+}  // namespace
+
+void WriteFileAtomically(const std::string& path, std::string_view content,
+                         const AtomicWriteOptions& options) {
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  if (options.create_directories) {
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) throw SystemError("cannot create directory", dir.string(), ec.message());
+  }
+  static std::atomic<unsigned> sequence{0};
+  const std::string temp = (dir / ("." + target.filename().string() + ".tmp." +
+                                   std::to_string(::getpid()) + "." +
+                                   std::to_string(sequence.fetch_add(1))))
+                               .string();
+  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, options.mode);
+  if (fd < 0) Fail(path, errno);
+  bool ok = WriteAll(fd, content) && ::fsync(fd) == 0;
+  int err = errno;
+  if (::close(fd) != 0 && ok) {
+    ok = false;
+    err = errno;
+  }
+  if (ok && std::rename(temp.c_str(), path.c_str()) != 0) {
+    ok = false;
+    err = errno;
+  }
+  if (!ok) {
+    ::unlink(temp.c_str());
+    Fail(path, err);
+  }
+  // The rename is durable once the directory entry is on disk; a failure here loses nothing
+  // the caller can act on, so it is not reported.
+  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+}
+
+}  // namespace accel
