@@ -66,8 +66,10 @@ void RegisterDoctor(CLI::App& app, int* exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "doctor",
       "Check this host's readiness for GPUDirect RDMA, multi-node training and accelerator\n"
-      "flavors. Every check reads /sys and /proc (no GPU library needed), shows what it read and\n"
-      "prints the exact fix; most run unprivileged (ACS needs root and says so).\n\n"
+      "flavors. The checks read /sys and /proc, show what they read and print the exact fix; most\n"
+      "run unprivileged (ACS needs root and says so). One check asks NVML when it is there:\n"
+      "HOST-09 reads persistence mode (nvmlDeviceGetPersistenceMode) when no nvidia-persistenced\n"
+      "socket exists; without NVML (or with --root) it judges from the socket alone.\n\n"
       "Checks (docs/doctor.md): GDR-01 peer memory (nvidia_peermem / DMA-BUF), GDR-02 GPU-NIC\n"
       "PCIe distance vs NCCL_NET_GDR_LEVEL, GDR-03 IOMMU mode, GDR-04 ACS on GPU-NIC bridges,\n"
       "GDR-05 PCIe link training, GDR-06 RDMA ports, GDR-07 MaxReadReq/MaxPayload/relaxed\n"
@@ -85,7 +87,8 @@ void RegisterDoctor(CLI::App& app, int* exit_code) {
       "  accel doctor --root /tmp/host-sosreport        # another host's copied /sys and /proc\n"
       "  accel doctor --gdr-level PHB                   # as NCCL_NET_GDR_LEVEL=PHB would judge\n\n"
       "Exit status: 0 nothing worse than info; 1 warnings; 4 failures (GPUDirect RDMA or the\n"
-      "flavors will not work); 2 bad input (flag, flavor file, --root without sys/).");
+      "flavors will not work); 2 bad input (flag, flavor file, --root without sys/);\n"
+      "3 internal error.");
   cmd->add_option("--role", opts->role,
                   "what the host is for: bare-metal (training node), hypervisor (flavor host, "
                   "VMs with passthrough), k8s-node")

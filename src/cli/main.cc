@@ -1,7 +1,10 @@
 // accel: one binary, one subcommand per capability, grouped by layer. See `accel --help`.
 #include <exception>
 #include <iostream>
+#include <map>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "cli/help.h"
@@ -29,6 +32,21 @@ constexpr CommandEntry kCommands[] = {
     {"doctor", "Multi-node training", "Say what on this host blocks GPUDirect RDMA, training or flavors"},
     {"exporter", "Monitoring", "Serve NVIDIA, AMD and Gaudi metrics for Prometheus (/metrics)"},
 };
+
+/// "accel mig validate": the program and the subcommands parsed so far.
+std::string CommandPath(const CLI::App& app) {
+  std::string path = app.get_name();
+  for (const CLI::App* sub = &app;;) {
+    std::vector<const CLI::App*> parsed = sub->get_subcommands({});
+    const CLI::App* next = nullptr;
+    for (const CLI::App* candidate : parsed) {
+      if (candidate->parsed()) next = candidate;
+    }
+    if (next == nullptr) return path;
+    path += " " + next->get_name();
+    sub = next;
+  }
+}
 
 }  // namespace
 
@@ -63,19 +81,20 @@ int main(int argc, char** argv) {
   accel::cli::RegisterDoctor(app, &exit_code);
   accel::cli::RegisterExporter(app, &exit_code);
   for (const CommandEntry& c : kCommands) app.get_subcommand(c.name)->group(c.group);
+  // Errors a command did not handle itself end here, printed as "accel <command>: <error>".
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : accel::kExitBadInput;
   } catch (const accel::InputError& e) {
-    std::cerr << "accel: " << e.what() << "\n";
+    std::cerr << CommandPath(app) << ": " << e.what() << "\n";
     return accel::kExitBadInput;
   } catch (const accel::SystemError& e) {
-    std::cerr << "accel: " << e.what() << "\n";
+    std::cerr << CommandPath(app) << ": " << e.what() << "\n";
     return accel::kExitSystem;
   } catch (const std::exception& e) {
-    std::cerr << "accel: internal error: " << e.what() << "\n";
+    std::cerr << CommandPath(app) << ": internal error: " << e.what() << "\n";
     return accel::kExitInternal;
   }
   return exit_code;

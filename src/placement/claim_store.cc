@@ -34,7 +34,9 @@ constexpr const char* kCreateSchema =
 
 constexpr const char* kHintElsewhere = "or pass --state PATH / set ACCEL_STATE to use another file";
 
-// Throws the InputError a person can act on for SQLite result code `rc`.
+// Throws the error a person can act on for SQLite result code `rc`: InputError when the file
+// named is not (or no longer) a claim database, SystemError when the filesystem or another
+// process is in the way.
 [[noreturn]] void Fail(const std::string& path, sqlite3* db, int rc, const std::string& doing) {
   std::string detail = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
   std::string problem = doing + " failed: " + detail;
@@ -48,18 +50,20 @@ constexpr const char* kHintElsewhere = "or pass --state PATH / set ACCEL_STATE t
     case SQLITE_PERM:
     case SQLITE_READONLY:
     case SQLITE_AUTH:
-      throw InputError(path, "", problem,
-                       "check the permissions of the file and its directory, " +
-                           std::string(kHintElsewhere));
+      throw SystemError("cannot use the claim store", path, problem,
+                        "check the permissions of the file and its directory, " +
+                            std::string(kHintElsewhere));
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
-      throw InputError(path, "", "is locked by another process for over 10 s",
-                       "retry; if it stays locked, look for a hung accel process");
+      throw SystemError("cannot use the claim store", path,
+                        "locked by another process for over 10 s",
+                        "retry; if it stays locked, look for a hung accel process");
     case SQLITE_FULL:
     case SQLITE_IOERR:
-      throw InputError(path, "", problem, "check free space and health of the filesystem");
+      throw SystemError("cannot use the claim store", path, problem,
+                        "check free space and health of the filesystem");
     default:
-      throw InputError(path, "", problem);
+      throw SystemError("cannot use the claim store", path, problem);
   }
 }
 

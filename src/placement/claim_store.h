@@ -46,8 +46,9 @@ class ClaimStore {
  public:
   /// Opens (creating the parent directory, the file and the schema when missing) the store at
   /// `path`, in WAL mode with a 10 s busy timeout. Throws InputError naming `path` and how to fix
-  /// it when the directory cannot be made, the file cannot be opened or is not an accel claim
-  /// database (corrupt, another program's, or a newer schema).
+  /// it when the directory cannot be made or the file is not an accel claim database (corrupt,
+  /// another program's, or a newer schema); SystemError when the file cannot be opened
+  /// (permissions, read-only filesystem), the disk fails or another process holds the lock.
   static ClaimStore Open(const std::string& path);
 
   ClaimStore(ClaimStore&& other) noexcept;
@@ -67,8 +68,8 @@ class ClaimStore {
   /// step holds the database's write lock, so concurrent Claims (threads or processes) see each
   /// other's results. Returns the claim; or no claim when place returns nullopt (nothing stored)
   /// or when the re-check refuses the placement (reason in `refused`, nothing stored). If place
-  /// throws, nothing is stored and the exception propagates. Throws InputError on database errors
-  /// (e.g. still locked after the busy timeout).
+  /// throws, nothing is stored and the exception propagates. Throws SystemError on database errors
+  /// (e.g. still locked after the busy timeout, disk full).
   ClaimResult Claim(const std::string& host,
                     const std::function<std::optional<Placement>(const HostUsage&)>& place);
 

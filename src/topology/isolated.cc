@@ -57,12 +57,12 @@ std::string ReadAll(int fd) {
 
 HostTopology RunIsolated(const std::function<HostTopology()>& parse, const std::string& where) {
   int fds[2];
-  if (pipe(fds) != 0) throw InputError(where, "", std::string("cannot create a pipe: ") + std::strerror(errno));
+  if (pipe(fds) != 0) throw SystemError::FromErrno("cannot create a pipe to parse", where, errno);
   pid_t pid = fork();
   if (pid < 0) {
     close(fds[0]);
     close(fds[1]);
-    throw InputError(where, "", std::string("cannot fork to parse it: ") + std::strerror(errno));
+    throw SystemError::FromErrno("cannot fork to parse", where, errno);
   }
   if (pid == 0) {
     close(fds[0]);
