@@ -156,12 +156,13 @@ void RegisterPlace(CLI::App& app, int* exit_code) {
       "place",
       "Fit a flavor (Nova extra specs) on a host: NUMA node per guest cell, vCPU pinning,\n"
       "emulator CPUs, hugepages and PCI devices by address; or say why it does not fit.\n\n"
-      "Exit codes: 0 placed, 1 no fit, 2 bad input.\n\n"
       "Examples:\n"
       "  accel place --topology fixtures/hosts/hgx-h100.json \\\n"
       "      --flavor examples/flavors/gpu-1g.yaml --aliases examples/flavors/aliases.json\n"
       "  accel place --topology live --flavor my-flavor.json --claim      # hold the resources\n"
-      "  accel place ... -o libvirt > guest.xml && virsh define guest.xml");
+      "  accel place ... -o libvirt > guest.xml && virsh define guest.xml\n\n"
+      "Exit status: 0 placed; 1 no fit (the reasons are printed); 2 bad input (file, field, fix);\n"
+      "5 the claim store refused (permissions, disk, locked by another process).");
   cmd->add_option("--topology", opts->topology,
                   "Host: 'live' (this machine), an accel host JSON or an hwloc XML (lstopo --of xml)")
       ->capture_default_str();

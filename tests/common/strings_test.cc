@@ -41,5 +41,43 @@ TEST(Strings, NaturalLessIsAStrictWeakOrder) {
   EXPECT_TRUE(std::is_sorted(words.begin(), words.end(), NaturalLess));
 }
 
+TEST(Strings, TrimRemovesOnlyTheGivenCharactersAtBothEnds) {
+  EXPECT_EQ(Trim("  a b \n"), "a b");
+  EXPECT_EQ(Trim("\t\r\n\v\f "), "");
+  EXPECT_EQ(Trim(""), "");
+  EXPECT_EQ(Trim("x"), "x");
+  EXPECT_EQ(Trim(" \ta\t ", " \t"), "a");
+  EXPECT_EQ(Trim("\na\n", " \t"), "\na\n");  // HTTP's OWS is not a line break
+  std::string text = "  inside  ";
+  std::string_view trimmed = Trim(text);
+  EXPECT_EQ(trimmed.data(), text.data() + 2);  // a view into the argument, no copy
+}
+
+TEST(Strings, SplitListTrimsItemsAndDropsEmptyOnes) {
+  EXPECT_EQ(SplitList(" nvidia, amd,,habana "), (std::vector<std::string>{"nvidia", "amd", "habana"}));
+  EXPECT_EQ(SplitList(""), std::vector<std::string>{});
+  EXPECT_EQ(SplitList(",, ,"), std::vector<std::string>{});
+  EXPECT_EQ(SplitList("a"), std::vector<std::string>{"a"});
+  EXPECT_EQ(SplitList("0-3:4-7", ':'), (std::vector<std::string>{"0-3", "4-7"}));
+  // Property: joining the split items again gives the input minus blanks around items.
+  std::mt19937 rng(7);
+  const std::string alphabet = "ab ,\t";
+  for (int i = 0; i < 2000; ++i) {
+    std::string text;
+    for (int k = static_cast<int>(rng() % 12); k > 0; --k) text += alphabet[rng() % alphabet.size()];
+    std::vector<std::string> items = SplitList(text);
+    for (const std::string& item : items) {
+      ASSERT_FALSE(item.empty()) << text;
+      ASSERT_EQ(item.find(','), std::string::npos) << text;
+      ASSERT_EQ(std::string(Trim(item)), item) << text;
+    }
+    std::string letters;
+    for (char c : text) if (c == 'a' || c == 'b') letters += c;
+    std::string joined;
+    for (const std::string& item : items) for (char c : item) if (c == 'a' || c == 'b') joined += c;
+    ASSERT_EQ(joined, letters) << text;
+  }
+}
+
 }  // namespace
 }  // namespace accel
