@@ -6,12 +6,27 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PACKAGES=(g++ cmake ninja-build pkg-config python3
+# Every package is named here: apt runs with --no-install-recommends, so nothing arrives by
+# chance and the tests see the same machine on every fresh Debian 12 (docs/testing.md).
+PACKAGES=(g++ cmake ninja-build pkg-config
   libhwloc-dev hwloc nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libsqlite3-dev
-  libgtest-dev libgmock-dev libbenchmark-dev libvirt-clients libxml2-utils libxml2-dev
-  clang libclang-rt-14-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libxml2-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
-  libcpp-httplib-dev libssl-dev libcrypt-dev prometheus)
+  libcpp-httplib-dev libssl-dev libcrypt-dev
+  # hwloc's plugins, above all its libxml2 XML importer. libhwloc15 only Recommends them, so
+  # --no-install-recommends would leave them out, while `apt install hwloc` on a user's host
+  # (recommends on, apt's default) brings them: install them so accel is built and tested with
+  # the importer users get. The tests force each importer in turn (HWLOC_LIBXML_IMPORT=0/1),
+  # so they mean the same on a machine without the plugins.
+  libhwloc-plugins
+  # Tools the tests run (a test that cannot find one skips, and scripts/check-skips.sh fails):
+  #   python3          scripts/check-skips.sh
+  #   libvirt-clients  virt-xml-validate and virsh (libvirt domain XML, NCCL guest topology)
+  #   libxml2-utils    xmllint (libvirt XML well-formedness)
+  #   prometheus       /usr/bin/prometheus (end-to-end scrapes) and /usr/bin/promtool (lint, rules)
+  python3 libvirt-clients libxml2-utils prometheus
+  # fuzz targets (scripts/fuzz.sh): clang's libFuzzer
+  clang libclang-rt-14-dev)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

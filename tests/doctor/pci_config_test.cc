@@ -6,7 +6,7 @@
 
 #include <random>
 
-#include "doctor/doctor_test_util.h"
+#include "support/healthy_host_tree.h"
 
 namespace accel::doctor {
 namespace {

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "doctor/doctor.h"
-#include "doctor/doctor_test_util.h"
+#include "support/healthy_host_tree.h"
 
 namespace accel::doctor {
 namespace {

@@ -8,7 +8,7 @@
 
 #include <iostream>
 
-#include "doctor/doctor_test_util.h"
+#include "support/healthy_host_tree.h"
 #include "support/fake_nvml_setup.h"
 #include "topology/sysfs_source.h"
 

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "common/error.h"
+#include "support/shared_fixture.h"
 #include "topology/host_json.h"
 #include "topology/sample_host.h"
 
@@ -50,8 +51,8 @@ TEST_F(TempFiles, SniffsJsonByContentNotExtension) {
 }
 
 TEST_F(TempFiles, SniffsHwlocXml) {
-  std::string fixture = std::string(ACCEL_SHARED_DIR) + "/fixtures/hwloc/24em64t-2n6c2t-pci.xml";
-  if (!fs::exists(fixture)) GTEST_SKIP() << "no " << fixture;
+  std::string fixture = test_support::SharedPath("fixtures/hwloc/24em64t-2n6c2t-pci.xml");
+  ACCEL_REQUIRE_SHARED(fixture);
   std::ifstream in(fixture);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   std::string path = Write("export.json", "\xef\xbb\xbf" + text);  // BOM, wrong extension

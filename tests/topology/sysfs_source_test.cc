@@ -16,6 +16,7 @@
 #include "cli/cli_test_util.h"
 #include "common/error.h"
 #include "support/fake_sysfs.h"
+#include "support/shared_fixture.h"
 #include "topology/hwloc_source.h"
 #include "topology/sources.h"
 
@@ -185,8 +186,8 @@ TEST_F(SysfsSource, EveryFixtureHostRoundTrips) {
 
 // The same for the real machines hwloc exported (shared fixtures; absent in CI).
 TEST_F(SysfsSource, HwlocExportsRoundTrip) {
-  fs::path dir = std::string(ACCEL_SHARED_DIR) + "/fixtures/hwloc";
-  if (!fs::is_directory(dir)) GTEST_SKIP() << "no " << dir;
+  fs::path dir = test_support::SharedPath("fixtures/hwloc");
+  ACCEL_REQUIRE_SHARED(dir.string());
   int checked = 0;
   for (const auto& e : fs::directory_iterator(dir)) {
     if (e.path().extension() != ".xml") continue;
@@ -436,8 +437,9 @@ TEST_F(SysfsSource, DamagedTreesNeverCrash) {
   SUCCEED() << loaded << " loaded, " << refused << " refused";
 }
 
+// LoadSysfsHost on the machine that runs it: only what holds on every Linux machine (each has
+// /sys/devices/system/cpu with at least one CPU); the reader itself is tested on fake trees.
 TEST_F(SysfsSource, ThisMachine) {
-  if (!fs::is_directory("/sys/devices/system/cpu")) GTEST_SKIP() << "no /sys here";
   try {
     HostTopology host = LoadSysfsHost("/");
     EXPECT_FALSE(host.AllCpus().Empty());

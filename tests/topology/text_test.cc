@@ -5,6 +5,7 @@
 
 #include <filesystem>
 
+#include "support/shared_fixture.h"
 #include "topology/hwloc_source.h"
 #include "topology/sample_host.h"
 
@@ -39,8 +40,8 @@ TEST(TopoText, OneNodeHasNoDistanceMatrix) {
 }
 
 TEST(TopoText, Dgx2FoldsNvSwitches) {
-  std::string path = std::string(ACCEL_SHARED_DIR) + "/fixtures/hwloc/nvidiaDGX2.xml";
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << "no " << path;
+  std::string path = test_support::SharedPath("fixtures/hwloc/nvidiaDGX2.xml");
+  ACCEL_REQUIRE_SHARED(path);
   std::string text = ToText(LoadHwlocXml(path));
   EXPECT_THAT(text, HasSubstr("16 accelerators"));
   EXPECT_THAT(text, HasSubstr("6 NVSwitches: 0000:61:00.0, "));

@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "support/hwloc_importers.h"
+#include "support/shared_fixture.h"
 #include "topology/host_json.h"
 
 namespace accel::topology {
@@ -20,10 +22,11 @@ struct Result {
   std::string out;  // stdout, then stderr after a "--stderr--" marker
 };
 
-Result RunAccel(const std::string& args) {
+/// Runs `env accel args` (env: "NAME=value ..." for accel alone, or empty).
+Result RunAccel(const std::string& args, const std::string& env = "") {
   std::string err_file = std::filesystem::temp_directory_path() /
                          ("accel-topo-cli-" + std::to_string(::getpid()) + ".err");
-  std::string cmd = std::string(ACCEL_BINARY) + " " + args + " 2>" + err_file;
+  std::string cmd = env + " " + std::string(ACCEL_BINARY) + " " + args + " 2>" + err_file;
   Result r;
   FILE* pipe = popen(cmd.c_str(), "r");
   if (pipe == nullptr) return r;
@@ -41,13 +44,11 @@ Result RunAccel(const std::string& args) {
 
 std::string Stdout(const Result& r) { return r.out.substr(0, r.out.find("--stderr--")); }
 
-std::string Fixture(const std::string& name) {
-  return std::string(ACCEL_SHARED_DIR) + "/fixtures/hwloc/" + name;
-}
+std::string Fixture(const std::string& name) { return test_support::SharedPath("fixtures/hwloc/" + name); }
 
 TEST(TopoCli, XmlToJsonAndBackThroughTheCli) {
   std::string xml = Fixture("nvidiaDGX2.xml");
-  if (!std::filesystem::exists(xml)) GTEST_SKIP() << "no " << xml;
+  ACCEL_REQUIRE_SHARED(xml);
   Result json = RunAccel("topo --topology " + xml + " -o json");
   ASSERT_EQ(json.exit_code, 0) << json.out;
   EXPECT_EQ(json.out.substr(json.out.find("--stderr--")), "--stderr--");  // clean stderr
@@ -66,7 +67,7 @@ TEST(TopoCli, XmlToJsonAndBackThroughTheCli) {
 
 TEST(TopoCli, TextIsTheDefault) {
   std::string xml = Fixture("24em64t-2n6c2t-pci.xml");
-  if (!std::filesystem::exists(xml)) GTEST_SKIP() << "no " << xml;
+  ACCEL_REQUIRE_SHARED(xml);
   Result r = RunAccel("topo --topology " + xml);
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_THAT(r.out, HasSubstr("Host mirage004"));
@@ -96,6 +97,22 @@ TEST(TopoCli, BadInputExitsTwoWithOneLine) {
 
   EXPECT_EQ(RunAccel("topo -o yaml").exit_code, 2);
 }
+
+// The XML that crashes libhwloc 2.9's libxml2 importer (tests/topology/isolated_test.cc) as a
+// user meets it: exit 2 and one line naming the file, under either importer.
+class TopoCliImporter : public ::testing::TestWithParam<test_support::HwlocImporter> {};
+
+TEST_P(TopoCliImporter, ImporterCrashExitsTwoNamingTheFile) {
+  const std::string xml = std::string(ACCEL_SOURCE_DIR) + "/tests/topology/data/hwloc-importer-crash.xml";
+  Result r = RunAccel("topo --topology " + xml, "HWLOC_LIBXML=" + GetParam().hwloc_libxml);
+  EXPECT_EQ(r.exit_code, 2) << r.out;  // -1 would be a signal: accel itself crashed
+  EXPECT_EQ(Stdout(r), "");
+  EXPECT_THAT(r.out, HasSubstr("--stderr--accel topo: " + xml + ": "));
+}
+
+INSTANTIATE_TEST_SUITE_P(BothImporters, TopoCliImporter,
+                         ::testing::ValuesIn(test_support::kHwlocImporters),
+                         [](const auto& info) { return info.param.name; });
 
 TEST(TopoCli, HelpHasExamples) {
   Result r = RunAccel("topo --help");

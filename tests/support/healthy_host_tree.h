@@ -1,4 +1,5 @@
-// Fake hosts for doctor tests: a fixture machine written as a sysfs/procfs tree (fake_sysfs.h)
+// Fake hosts for the doctor's tests (tests/doctor/ and `accel doctor` in tests/cli/; header only,
+// needs accel_doctor and accel_fake_sysfs): a fixture machine written as a sysfs/procfs tree (fake_sysfs.h)
 // plus what a healthy, well-set-up host also shows (peermem loaded, GPUs on the nvidia driver,
 // persistenced and fabric manager running, performance governor, shallow C-states, local IRQs,
 // ACS capabilities without redirect, PCIe MaxReadReq 4096 and equal MaxPayload, tuned's
