@@ -119,7 +119,10 @@ TEST_F(ExporterCli, PromtoolAcceptsTheExposition) {
 }
 
 /// One GPU lost and one hung while the exporter serves: the others keep flowing and /metrics
-/// stays fast.
+/// keeps answering. GPU 2's call hangs forever, so a scrape or a collection pass that waited for
+/// it would never end: every check below is an answer that arrives, not a time measured (the
+/// waits are generous and end as soon as the answer is there). Scrape latency under a hung GPU
+/// is a benchmark: bench/exporter_bench.cc --hang-gpu (docs/benchmarks.md).
 TEST_F(ExporterCli, LostAndHungGpusDoNotStopTheOthers) {
   json gpus = json::array();
   for (int i = 0; i < 3; ++i) gpus.push_back(test_support::FakeH100(i, test_support::kHgxH100Gpus[i]));
@@ -131,26 +134,27 @@ TEST_F(ExporterCli, LostAndHungGpusDoNotStopTheOthers) {
   test_support::ChildProcess exporter(
       {ACCEL_BINARY, "exporter", "--vendors", "nvidia", "--nvml-library", ACCEL_FAKE_NVML,
        "--web.listen-address", "127.0.0.1:" + std::to_string(port), "--collect-interval", "200ms",
-       "--stale-after", "1s", "--topology", "none", "--no-kubernetes"},
+       // 3 s: GPU 0, read every 200 ms, stays fresh even on a machine that stalls for a while.
+       "--stale-after", "3s", "--topology", "none", "--no-kubernetes"},
       {{"FAKE_NVML_CONFIG", path}}, (dir_ / "exporter.log").string());
   httplib::Client client("127.0.0.1", port);
+  client.set_read_timeout(std::chrono::seconds(30));  // a scrape stuck on the hung GPU fails
   auto scrape = [&] {
     auto r = client.Get("/metrics");
     return r && r->status == 200 ? r->body : std::string();
   };
-  ASSERT_TRUE(test_support::WaitUntil([&] { return !scrape().empty(); }, std::chrono::seconds(10)))
+  ASSERT_TRUE(test_support::WaitUntil([&] { return !scrape().empty(); }, std::chrono::seconds(60)))
       << exporter.Log();
   auto has = [](const std::string& body, const std::string& re) {
     return std::regex_search(body, std::regex(re));
   };
-  EXPECT_TRUE(has(scrape(), R"(accel_device_up\{[^}]*index="2"[^}]*\} 1)"));
   bool settled = test_support::WaitUntil(
       [&] {
         std::string b = scrape();
         return has(b, R"(accel_device_lost\{[^}]*index="1"[^}]*\} 1)") &&
                has(b, R"(accel_device_up\{[^}]*index="2"[^}]*\} 0)");
       },
-      std::chrono::seconds(10));
+      std::chrono::seconds(60));
   std::string body = scrape();
   ASSERT_TRUE(settled) << body << exporter.Log();
   EXPECT_TRUE(has(body, R"(accel_device_up\{[^}]*index="0"[^}]*\} 1)"));
@@ -166,16 +170,16 @@ TEST_F(ExporterCli, LostAndHungGpusDoNotStopTheOthers) {
                : -1L;
   };
   long before = passes();
-  std::this_thread::sleep_for(std::chrono::milliseconds(800));
-  EXPECT_GT(passes(), before);
-  auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < 50; ++i) ASSERT_FALSE(scrape().empty());
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+  EXPECT_TRUE(test_support::WaitUntil([&] { return passes() > before; }, std::chrono::seconds(60)))
+      << "no collection pass completed while GPU 2 hangs\n" << exporter.Log();
+  for (int i = 0; i < 50; ++i) ASSERT_FALSE(scrape().empty()) << "scrape " << i;
   // SIGTERM ends it cleanly even with a call stuck in the vendor library.
   EXPECT_EQ(exporter.Stop(SIGTERM, std::chrono::seconds(10)), 0) << exporter.Log();
 }
 
-TEST_F(ExporterCli, PortInUseExitsTwo) {
+// A port another process holds is the OS refusing, not bad input: SystemError, exit 5
+// (kExitSystem, common/error.h), with the address in the message.
+TEST_F(ExporterCli, PortInUseIsASystemErrorExitFive) {
   std::string env = Config(TwoGpus());
   httplib::Server blocker;
   int port = blocker.bind_to_any_port("127.0.0.1");
@@ -184,8 +188,9 @@ TEST_F(ExporterCli, PortInUseExitsTwo) {
                          std::to_string(port) + Fake() + " 2>&1");
   blocker.stop();
   t.join();
-  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_EQ(r.exit_code, 5) << r.output;
   EXPECT_NE(r.output.find("cannot listen"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("127.0.0.1:" + std::to_string(port)), std::string::npos) << r.output;
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli/cli_test_util.h"
+#include "support/shared_fixture.h"
 
 namespace accel::cli {
 namespace {
@@ -26,8 +27,6 @@ std::string Place(const std::string& flavor, const std::string& extra = "") {
   return "place --topology " + kHgx + " --flavor " + flavor + " --aliases " + kAliases + " " + extra;
 }
 
-bool HaveTool(const std::string& tool) { return Shell("command -v " + tool + " >/dev/null 2>&1") == 0; }
-
 TEST(PlaceCli, EveryExampleFlavorPlacesOnTheHgxFixture) {
   auto dir = FreshDir("examples");
   for (const std::string& f : kExamples) {
@@ -41,7 +40,8 @@ TEST(PlaceCli, EveryExampleFlavorPlacesOnTheHgxFixture) {
 
 // Every generated domain passes libvirt's own schema validator and defines on its test driver.
 TEST(PlaceCli, EveryExampleDomainValidatesWithLibvirt) {
-  if (!HaveTool("virt-xml-validate") || !HaveTool("virsh")) GTEST_SKIP() << "libvirt-clients not installed";
+  ACCEL_REQUIRE_TOOL("/usr/bin/virt-xml-validate", "libvirt-clients");
+  ACCEL_REQUIRE_TOOL("/usr/bin/virsh", "libvirt-clients");
   auto dir = FreshDir("libvirt");
   for (const std::string& f : kExamples) {
     auto r = RunAccel(Place(Src("examples/flavors/" + f), "--state " + (dir / "s.db").string() + " -o libvirt"), false);

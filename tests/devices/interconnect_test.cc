@@ -6,6 +6,7 @@
 
 #include <filesystem>
 
+#include "support/shared_fixture.h"
 #include "topology/sources.h"
 
 namespace accel::devices {
@@ -171,13 +172,11 @@ TEST(InterconnectPairScore, EmptyMatricesScoreAsNothingKnown) {
 }
 
 // hwloc's real machine exports (tests skip where the shared fixtures are absent).
-std::string HwlocXml(const std::string& name) {
-  return std::string(ACCEL_SHARED_DIR) + "/fixtures/hwloc/" + name;
-}
+std::string HwlocXml(const std::string& name) { return test_support::SharedPath("fixtures/hwloc/" + name); }
 
 TEST(InterconnectHwloc, Dgx2PlxPairsQuadsAndSockets) {
   std::string path = HwlocXml("nvidiaDGX2.xml");
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " not present";
+  ACCEL_REQUIRE_SHARED(path);
   topology::HostTopology host = topology::LoadTopology(path);
   std::vector<std::string> gpus = Accelerators(host);
   ASSERT_EQ(gpus.size(), 16u);
@@ -208,8 +207,8 @@ TEST(InterconnectHwloc, Dgx2PlxPairsQuadsAndSockets) {
 TEST(InterconnectHwloc, HostBridgeSameBoardAndNodeOnOlderMachines) {
   std::string wholeio = HwlocXml("32em64t-2n8c2t-pci-wholeio.xml");
   std::string power8 = HwlocXml("power8gpudistances.xml");
-  if (!std::filesystem::exists(wholeio) || !std::filesystem::exists(power8))
-    GTEST_SKIP() << "hwloc fixtures not present";
+  ACCEL_REQUIRE_SHARED(wholeio);
+  ACCEL_REQUIRE_SHARED(power8);
   topology::HostTopology host = topology::LoadTopology(wholeio);
   Interconnect ic = PcieInterconnect(host, Accelerators(host));
   ASSERT_EQ(ic.devices, (std::vector<std::string>{"0000:03:00.0", "0000:83:00.0",

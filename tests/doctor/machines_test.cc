@@ -319,8 +319,6 @@ TEST(Nps4Test, EpycMi300xIsHealthyAndIrqsFollowTheirNode) {
 }
 
 TEST(VmGuestTest, FlatTreeGetsTopologyFileAdvice) {
-  std::string file = std::string(ACCEL_SOURCE_DIR) + "/fixtures/hosts/vm-guest-h100x8.json";
-  if (!fs::exists(file)) GTEST_SKIP() << "fixture vm-guest-h100x8.json not there yet";
   topology::HostTopology host = Fixture("vm-guest-h100x8");
   TempRoot root("vm");
   HealthyOptions o;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "support/shared_fixture.h"
 #include "topology/host.h"
 #include "topology/sources.h"
 
@@ -150,8 +151,9 @@ inline HostTopology RandomHost(std::mt19937& rng, int max_gpus, int max_nics) {
 inline std::string Fixture(const std::string& rel) {
   return std::string(ACCEL_SOURCE_DIR) + "/" + rel;
 }
+/// A real machine's hwloc XML under ../shared (tests skip with ACCEL_REQUIRE_SHARED when absent).
 inline std::string SharedHwloc(const std::string& name) {
-  return std::string(ACCEL_SHARED_DIR) + "/fixtures/hwloc/" + name;
+  return test_support::SharedPath("fixtures/hwloc/" + name);
 }
 
 }  // namespace accel::fabric::testing

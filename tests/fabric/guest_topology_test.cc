@@ -20,6 +20,7 @@
 #include "common/error.h"
 #include "placement/libvirt_domain.h"
 #include "placement/libvirt_pci_layout.h"
+#include "support/shared_fixture.h"
 #include "topology/sources.h"
 
 namespace accel::fabric {
@@ -36,10 +37,6 @@ std::string ReadText(const std::string& path) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
-}
-
-bool OnPath(const std::string& tool) {
-  return std::system(("command -v " + tool + " >/dev/null 2>&1").c_str()) == 0;
 }
 
 int Validate(const std::string& xml, std::string* output) {
@@ -111,7 +108,7 @@ TEST(ReadLibvirtDomain, AccelExampleResolvesExpanderBuses) {
 }
 
 TEST(ReadLibvirtDomain, AccelExamplePassesLibvirtSchema) {
-  if (!OnPath("virt-xml-validate")) GTEST_SKIP() << "virt-xml-validate not installed";
+  ACCEL_REQUIRE_TOOL("/usr/bin/virt-xml-validate", "libvirt-clients");
   std::string out;
   EXPECT_EQ(Validate(ReadText(Src(kExample)), &out), 0) << out;
 }
@@ -277,7 +274,7 @@ TEST(ReadLibvirtDomain, PlainRootPortsNumberedByFirmwareNotByIndex) {
 }
 
 TEST(ReadLibvirtDomain, PlainDomainPassesLibvirtSchema) {
-  if (!OnPath("virt-xml-validate")) GTEST_SKIP() << "virt-xml-validate not installed";
+  ACCEL_REQUIRE_TOOL("/usr/bin/virt-xml-validate", "libvirt-clients");
   std::string out;
   EXPECT_EQ(Validate(kPlainDomain, &out), 0) << out;
 }

@@ -12,6 +12,7 @@
 #include "fabric/fabric_json.h"
 #include "fabric/fabric_test_hosts.h"
 #include "support/fake_sysfs.h"
+#include "support/shared_fixture.h"
 #include "topology/sources.h"
 
 namespace accel::fabric {
@@ -266,7 +267,7 @@ TEST(Pairing, NoAcceleratorsIsNotAnError) {
 
 TEST(Pairing, ProliantHwlocExport) {
   std::string xml = testing::SharedHwloc("24em64t-2n6c2t-pci.xml");
-  if (!fs::exists(xml)) GTEST_SKIP() << xml << " absent";
+  ACCEL_REQUIRE_SHARED(xml);
   topology::HostTopology host = topology::LoadTopology(xml);
   Fabric f = PairGpusWithNics(host, {});
   ASSERT_EQ(f.pairs.size(), 3u);

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <random>
 
+#include "support/shared_fixture.h"
 #include "topology/sources.h"
 
 namespace accel::kube {
@@ -231,8 +232,8 @@ TEST(DeviceSetSixteen, IslandsBeforePcieLocality) {
 }
 
 TEST(DeviceSetHwloc, Dgx2AllOnNvSwitchPlxPairsDecide) {
-  std::string path = ACCEL_SHARED_DIR "/fixtures/hwloc/nvidiaDGX2.xml";
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " not present";
+  std::string path = test_support::SharedPath("fixtures/hwloc/nvidiaDGX2.xml");
+  ACCEL_REQUIRE_SHARED(path);
   topology::HostTopology host = topology::LoadTopology(path);
   std::vector<std::string> gpus;
   for (const auto& d : host.pci)

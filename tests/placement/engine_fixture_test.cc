@@ -7,6 +7,7 @@
 
 #include "placement/engine.h"
 #include "placement/test_hosts.h"
+#include "support/shared_fixture.h"
 #include "topology/sources.h"
 
 namespace accel::placement {
@@ -17,9 +18,9 @@ class EngineOnFixtures : public ::testing::TestWithParam<std::string> {};
 TEST_P(EngineOnFixtures, RandomFlavorsUntilFullAreAllValid) {
   // "shared:" names a real machine's hwloc XML from ../shared/fixtures/hwloc.
   const bool shared = GetParam().rfind("shared:", 0) == 0;
-  const std::string path = shared ? std::string(ACCEL_SHARED_DIR) + "/fixtures/hwloc/" + GetParam().substr(7)
+  const std::string path = shared ? test_support::SharedPath("fixtures/hwloc/" + GetParam().substr(7))
                                   : std::string(ACCEL_SOURCE_DIR) + "/fixtures/hosts/" + GetParam() + ".json";
-  if (shared && !std::filesystem::exists(path)) GTEST_SKIP() << path << " not present";
+  if (shared) ACCEL_REQUIRE_SHARED(path);
   const topology::HostTopology host = topology::LoadTopology(path);
   std::mt19937 rng(std::hash<std::string>{}(GetParam()));
   int placed = 0, refused = 0;

@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "support/shared_fixture.h"
 
 namespace accel::placement {
 namespace {
@@ -107,14 +108,6 @@ Scenario NovaDemoDedicated() {
 
 // ---------------------------------------------------------------------------------------------
 // libvirt's checks.
-
-bool OnPath(const std::string& tool) {
-  const char* path = std::getenv("PATH");
-  std::stringstream dirs(path ? path : "");
-  for (std::string dir; std::getline(dirs, dir, ':');)
-    if (!dir.empty() && access((dir + "/" + tool).c_str(), X_OK) == 0) return true;
-  return false;
-}
 
 struct CommandResult {
   int status = -1;
@@ -227,9 +220,9 @@ void ExpectValidGuestPci(const std::string& xml, int guest_cells) {
   }
 }
 
-#define REQUIRE_LIBVIRT_TOOLS()                                            \
-  if (!OnPath("virt-xml-validate") || !OnPath("virsh"))                    \
-  GTEST_SKIP() << "virt-xml-validate or virsh not installed (libvirt-clients)"
+#define REQUIRE_LIBVIRT_TOOLS()                                       \
+  ACCEL_REQUIRE_TOOL("/usr/bin/virt-xml-validate", "libvirt-clients"); \
+  ACCEL_REQUIRE_TOOL("/usr/bin/virsh", "libvirt-clients")
 
 // Renders `s` and checks its guest PCI addressing.
 std::string Render(const Scenario& s, const DomainOptions& options) {

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <random>
 
+#include "support/shared_fixture.h"
+
 namespace accel::placement {
 namespace {
 
@@ -55,7 +57,7 @@ TEST(XmlWriter, IndentsAndClosesEverything) {
 }
 
 TEST(XmlWriter, RandomBytesStayWellFormed) {
-  if (access("/usr/bin/xmllint", X_OK) != 0) GTEST_SKIP() << "xmllint not installed";
+  ACCEL_REQUIRE_TOOL("/usr/bin/xmllint", "libxml2-utils");
   std::mt19937 rng(7);
   XmlWriter w;
   w.Open("root");

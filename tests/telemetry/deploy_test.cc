@@ -1,7 +1,8 @@
 // Checks the deploy/ artifacts of the exporter: the alert rules (promtool check + their promtool
 // unit tests), every Grafana panel query (as recording rules, so each is valid PromQL), the example
 // Prometheus config, and that the dashboard, the rules and their tests use only metric names of
-// the accel_* contract. Tests that need /usr/bin/promtool skip when it is absent.
+// the accel_* contract. Tests that need /usr/bin/promtool skip when it is absent (a CI failure:
+// scripts/setup.sh installs it).
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,6 +18,8 @@
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+
+#include "support/shared_fixture.h"
 
 namespace accel::telemetry {
 namespace {
@@ -189,7 +192,7 @@ std::vector<std::string> AlertNames() {
 class DeployPromtool : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (access(kPromtool, X_OK) != 0) GTEST_SKIP() << kPromtool << " not installed";
+    ACCEL_REQUIRE_TOOL(kPromtool, "prometheus");
   }
 };
 

@@ -16,6 +16,7 @@
 #include "support/fake_kubelet.h"
 #include "support/fake_nvml_config.h"
 #include "support/prometheus_server.h"
+#include "support/shared_fixture.h"
 
 namespace accel::telemetry {
 namespace {
@@ -69,13 +70,12 @@ class PrometheusIntegration : public ::testing::Test {
     if (!dir_.empty()) std::filesystem::remove_all(dir_);
   }
 
-  void SetUp() override {
-    if (!prometheus_) GTEST_SKIP() << test_support::kPrometheusBinary << " is not installed";
-  }
+  void SetUp() override { ACCEL_REQUIRE_TOOL(test_support::kPrometheusBinary, "prometheus"); }
 
-  /// The query's result once Prometheus has scraped something for it (up to 20 s).
+  /// The query's result once Prometheus has scraped something for it. The wait is generous (a
+  /// loaded machine starts Prometheus slowly); it ends as soon as there is data.
   static json Data(const std::string& promql) {
-    json r = prometheus_->QueryUntilData(promql, std::chrono::seconds(20));
+    json r = prometheus_->QueryUntilData(promql, std::chrono::seconds(120));
     EXPECT_FALSE(r.empty()) << promql << " returned nothing\nexporter log:\n"
                             << exporter_->Log() << "\nprometheus log:\n" << prometheus_->Log();
     return r;
@@ -171,11 +171,13 @@ TEST_F(PrometheusIntegration, AccelFamilyCoversTheFleetWithOneLabelSet) {
   EXPECT_EQ(Data(R"(accel_pod_device_info{pod="share-a", replica="0"})").size(), 1u);
 }
 
-TEST_F(PrometheusIntegration, ScrapesAreHealthyAndFast) {
+// Healthy: up, and the scrape carried samples. How long a scrape takes is speed, not a contract:
+// bench/exporter_bench.cc measures it (docs/benchmarks.md, "Exporter").
+TEST_F(PrometheusIntegration, ScrapesAreHealthy) {
   json up = Data(R"(up{job="accel-exporter"})");
   EXPECT_EQ(Value(up[0]), 1);
-  json duration = Data(R"(scrape_duration_seconds{job="accel-exporter"})");
-  EXPECT_LT(Value(duration[0]), 0.1);
+  json samples = Data(R"(scrape_samples_scraped{job="accel-exporter"})");
+  EXPECT_GT(Value(samples[0]), 0);
 }
 
 }  // namespace

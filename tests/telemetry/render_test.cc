@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "support/shared_fixture.h"
 #include "telemetry/exposition.h"
 #include "telemetry/render_fixture.h"
 
@@ -489,7 +490,7 @@ int Promtool(const std::string& text, std::string* report) {
 }
 
 TEST(RenderPromtool, AccelIsLintCleanAndProfilesParse) {
-  if (!std::filesystem::exists("/usr/bin/promtool")) GTEST_SKIP() << "no /usr/bin/promtool";
+  ACCEL_REQUIRE_TOOL("/usr/bin/promtool", "prometheus");
   Snapshot snap = MixedNode();
   std::string report;
   EXPECT_EQ(Promtool(Render(snap, Only(false, false, false, true)), &report), 0) << report;
