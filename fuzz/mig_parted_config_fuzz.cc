@@ -1,13 +1,15 @@
-// libFuzzer target: arbitrary bytes as a mig-parted v1 config file, then write it back out,
-// read that again, and resolve and validate the entries on every catalog model.
+// libFuzzer target: arbitrary bytes as a mig-parted v1 config file or a Kubernetes ConfigMap
+// holding one (what `accel mig validate` reads), then write the config back out, read that
+// again, and resolve and validate the entries on every catalog model.
 //
-// Only accel::InputError may leave ParseMigPartedConfig; anything else is a bug, and so is a
+// Only accel::InputError may leave ParseMigPartedDocument; anything else is a bug, and so is a
 // config that breaks the reader's promises, a written file that does not read back to the same
 // config, or writing that is not stable.
 //   scripts/fuzz.sh builds it (clang, -fsanitize=fuzzer,address,undefined), or by hand:
 //   clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Isrc
 //     fuzz/mig_parted_config_fuzz.cc src/common/*.cc src/sharing/*.cc -lyaml-cpp
 //   ./mig_parted_config_fuzz -max_len=8192 fuzz/corpus/mig_parted_config examples/mig
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -16,6 +18,7 @@
 
 #include "common/error.h"
 #include "sharing/mig_parted_config.h"
+#include "sharing/mig_parted_configmap.h"
 
 namespace {
 
@@ -83,9 +86,14 @@ void CheckSemantics(const MigPartedConfig& config) {
   }
   // Validation places instances; keep it to small files so each run stays fast.
   if (entries <= 16) {
-    for (const ConfigFinding& f : ValidateMigPartedConfig(config)) {
+    const std::vector<ConfigFinding> findings = ValidateMigPartedConfig(config);
+    for (const ConfigFinding& f : findings) {
       Check(config.Find(f.config) != nullptr && !f.message.empty());
     }
+    // An error is an error whatever the warnings around it.
+    Check(HasErrors(findings) == std::any_of(findings.begin(), findings.end(), [](const ConfigFinding& f) {
+            return f.severity == ConfigFinding::Severity::kError;
+          }));
   }
 }
 
@@ -93,11 +101,16 @@ void CheckSemantics(const MigPartedConfig& config) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
-  MigPartedConfig config;
+  MigPartedDocument doc;
   try {
-    config = ParseMigPartedConfig(text, "fuzz input");
+    doc = ParseMigPartedDocument(text, "fuzz input");
   } catch (const accel::InputError&) {
     return 0;
+  }
+  const MigPartedConfig& config = doc.config;
+  if (doc.configmap) {
+    const ConfigMapSource& from = *doc.configmap;
+    Check(std::find(from.keys.begin(), from.keys.end(), from.key) != from.keys.end());
   }
   CheckRead(config);
   std::string written = WriteMigPartedConfig(config);

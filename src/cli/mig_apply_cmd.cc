@@ -10,6 +10,7 @@
 #include "devices/mig_control.h"
 #include "sharing/mig_apply.h"
 #include "sharing/mig_parted_config.h"
+#include "sharing/mig_parted_configmap.h"
 
 namespace accel::cli {
 
@@ -17,6 +18,7 @@ namespace {
 
 struct ApplyOptions {
   std::string config;
+  std::string key;
   std::string name;
   bool dry_run = false;
   std::string nvml_library;
@@ -41,7 +43,7 @@ void WriteState(const ApplyOptions& o, sharing::MigConfigState state) {
 }
 
 int RunApply(const ApplyOptions& o) {
-  sharing::MigPartedConfig config = sharing::LoadMigPartedConfig(o.config);
+  sharing::MigPartedConfig config = sharing::LoadMigPartedDocument(o.config, o.key).config;
   if (!config.Find(o.name)) {
     std::string names;
     for (const auto& c : config.configs) names += (names.empty() ? "" : ", ") + c.name;
@@ -102,10 +104,16 @@ void RegisterMigApply(CLI::App* mig, int* exit_code) {
       "written as a node-feature-discovery feature file.\n\n"
       "Examples:\n"
       "  accel mig apply --config examples/mig/h100-mixed.yaml --name inference-mixed --dry-run\n"
-      "  sudo accel mig apply --config /etc/accel/mig.yaml --name all-balanced\n\n"
+      "  sudo accel mig apply --config /etc/accel/mig.yaml --name all-balanced\n"
+      "  kubectl -n gpu-operator get configmap default-mig-parted-config -o yaml > cm.yaml\n"
+      "  sudo accel mig apply --config cm.yaml --name all-1g.10gb --dry-run\n\n"
       "Exit status: 0 applied (or already applied, or dry run); 1 cannot be applied or failed\n"
       "and rolled back; 2 bad input or NVML unusable.");
-  cmd->add_option("--config,-f", o->config, "mig-parted config file (version v1)")->required();
+  cmd->add_option("--config,-f", o->config,
+                  "mig-parted config file (version v1), or a Kubernetes ConfigMap holding one")
+      ->required();
+  cmd->add_option("--key", o->key,
+                  "ConfigMap data key holding the config (default: config.yaml, or the only key)");
   cmd->add_option("--name,-c", o->name, "config name in the file")->required();
   cmd->add_flag("--dry-run", o->dry_run, "print the steps, change nothing");
   cmd->add_option("--nvml-library", o->nvml_library,

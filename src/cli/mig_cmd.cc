@@ -12,6 +12,7 @@
 #include "sharing/mig_json.h"
 #include "sharing/mig_layout.h"
 #include "sharing/mig_parted_config.h"
+#include "sharing/mig_parted_configmap.h"
 #include "sharing/mig_planner.h"
 
 namespace accel::cli {
@@ -27,6 +28,7 @@ struct MigOptions {
   bool maximal = false;
   std::vector<std::string> profiles;
   std::string file;
+  std::string key;
   std::string fleet, demand;
   std::string config, name, nvml_library, state_file;
   bool dry_run = false;
@@ -103,23 +105,34 @@ int RunLayouts(const MigOptions& o) {
 }
 
 int RunValidate(const MigOptions& o) {
-  sharing::MigPartedConfig config = sharing::LoadMigPartedConfig(o.file);
+  sharing::MigPartedDocument doc = sharing::LoadMigPartedDocument(o.file, o.key);
+  const sharing::MigPartedConfig& config = doc.config;
   std::vector<sharing::ConfigFinding> findings =
       sharing::ValidateMigPartedConfig(config, o.gpus.empty() ? std::vector<const GpuModel*>{}
                                                               : SelectedModels(o.gpus));
+  const bool valid = !sharing::HasErrors(findings);
   if (o.output == "json") {
     ordered_json out;
     out["file"] = o.file;
-    out["valid"] = findings.empty();
+    if (doc.configmap) {
+      out["configmap"] = {{"name", doc.configmap->name}, {"key", doc.configmap->key}};
+    }
+    out["valid"] = valid;
     out["configs"] = config.configs.size();
-    ordered_json list = ordered_json::array();
-    for (const auto& f : findings) list.push_back(sharing::FindingToJson(f));
-    out["problems"] = std::move(list);
+    ordered_json problems = ordered_json::array(), warnings = ordered_json::array();
+    for (const auto& f : findings) (f.is_error() ? problems : warnings).push_back(sharing::FindingToJson(f));
+    out["problems"] = std::move(problems);
+    out["warnings"] = std::move(warnings);
     std::cout << out.dump(2) << "\n";
   } else {
+    if (doc.configmap) {
+      std::cout << o.file << ": ConfigMap"
+                << (doc.configmap->name.empty() ? "" : " " + doc.configmap->name) << ", key \""
+                << doc.configmap->key << "\"\n";
+    }
     std::cout << ValidationText(o.file, config, findings);
   }
-  return findings.empty() ? kExitOk : kExitNoFit;
+  return valid ? kExitOk : kExitNoFit;
 }
 
 int RunPlan(const MigOptions& o) {
@@ -192,14 +205,23 @@ void RegisterLayouts(CLI::App* mig, std::shared_ptr<MigOptions> o, int* exit_cod
 void RegisterValidate(CLI::App* mig, std::shared_ptr<MigOptions> o, int* exit_code) {
   CLI::App* cmd = mig->add_subcommand(
       "validate",
-      "Check a mig-parted config file (version v1): strict syntax as mig-parted reads it, then\n"
-      "every named config against every GPU model each entry can match (by device-filter).\n\n"
+      "Check a mig-parted config file (version v1), or a Kubernetes ConfigMap holding one (as\n"
+      "the GPU Operator's default-mig-parted-config): strict syntax as mig-parted reads it,\n"
+      "then every named config against every GPU model each entry can match (by\n"
+      "device-filter, or every model that has its profile names). Warnings do not fail the\n"
+      "check: a device-filter naming a GPU accel does not know (not checked), and a profile\n"
+      "name only some boards print (GB200's 7g.189gb for 7g.186gb).\n\n"
       "Examples:\n"
       "  accel mig validate examples/mig/h100-mixed.yaml\n"
-      "  accel mig validate config.yaml --gpu H100-SXM5-80GB -o json\n\n"
-      "Exit status: 0 valid; 1 a config cannot be applied (reasons printed); 2 unreadable or\n"
-      "malformed file.");
-  cmd->add_option("FILE", o->file, "mig-parted config file")->required();
+      "  accel mig validate config.yaml --gpu H100-SXM5-80GB -o json\n"
+      "  kubectl -n gpu-operator get configmap default-mig-parted-config -o yaml > cm.yaml\n"
+      "  accel mig validate cm.yaml                   # reads data.\"config.yaml\"\n"
+      "  accel mig validate my-configs.yaml --key h100.yaml\n\n"
+      "Exit status: 0 valid (warnings allowed); 1 a config cannot be applied (reasons\n"
+      "printed); 2 unreadable or malformed file.");
+  cmd->add_option("FILE", o->file, "mig-parted config file, or a ConfigMap holding one")->required();
+  cmd->add_option("--key", o->key,
+                  "ConfigMap data key holding the config (default: config.yaml, or the only key)");
   cmd->add_option("--gpu", o->gpus, "check only on these GPU models (repeatable)");
   o->output = "text";
   AddOutput(cmd, &o->output, {"text", "json"});

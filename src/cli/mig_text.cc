@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "cli/table.h"
+#include "common/strings.h"
 
 namespace accel::cli {
 
@@ -25,6 +26,26 @@ std::string Gib(double gib) {
   return buf;
 }
 
+// What a profile's attribute means, for a person choosing one.
+std::string AttributeText(const MigProfile& p) {
+  const std::string suffix = sharing::AttributeSuffix(p);
+  if (suffix.empty()) return "";
+  if (p.all_media) return suffix + " (every media engine; only -me beside it)";
+  if (p.media_extension) return suffix + " (holds the OFA; one per GPU)";
+  if (p.graphics) return suffix + " (graphics APIs)";
+  if (p.no_media) return suffix + " (no media engine)";
+  return suffix;
+}
+
+std::string Note(const MigProfile& p) {
+  std::string note = p.confirmed ? "" : "unconfirmed: checked against the driver at apply";
+  if (!p.other_names.empty()) {
+    note += std::string(note.empty() ? "" : "; ") + "also named " +
+            JoinStrings(p.other_names, ", ") + " on some boards";
+  }
+  return note;
+}
+
 std::string Names(const GpuModel& model, const MigLayout& layout) {
   if (layout.empty()) return "-";
   return sharing::Describe(model, layout);
@@ -34,14 +55,15 @@ std::string Names(const GpuModel& model, const MigLayout& layout) {
 
 std::string ProfilesTable(const std::vector<const GpuModel*>& models) {
   std::vector<std::vector<std::string>> rows = {
-      {"MODEL", "PROFILE", "ID", "COMPUTE", "MEMORY", "MAX", "PLACEMENTS", "GiB", "NOTE"}};
+      {"MODEL", "PROFILE", "ID", "COMPUTE", "MEMORY", "MAX", "PLACEMENTS", "GiB", "ATTRIBUTES",
+       "NOTE"}};
   for (const GpuModel* m : models) {
     for (const MigProfile& p : m->profiles) {
       rows.push_back({m->name, p.name, p.profile_id >= 0 ? std::to_string(p.profile_id) : "?",
                       std::to_string(p.compute_slices) + "/" + std::to_string(m->compute_slices),
                       std::to_string(p.memory_slices) + "/" + std::to_string(m->memory_slices),
                       std::to_string(p.max_count), Placements(p), Gib(p.memory_gib),
-                      p.confirmed ? "" : "unconfirmed: checked against the driver at apply"});
+                      AttributeText(p), Note(p)});
     }
   }
   return FormatTable(rows);
@@ -60,17 +82,22 @@ std::string LayoutsTable(const GpuModel& model, const std::vector<MigLayout>& la
 
 std::string ValidationText(const std::string& file, const sharing::MigPartedConfig& config,
                            const std::vector<sharing::ConfigFinding>& findings) {
-  if (findings.empty()) {
-    return file + ": " + std::to_string(config.configs.size()) + " configs, all valid\n";
-  }
+  int errors = 0, warnings = 0;
   std::string out;
   for (const auto& f : findings) {
-    out += file + (f.line > 0 ? ":" + std::to_string(f.line) : "") + ": config '" + f.config +
-           "' entry " + std::to_string(f.entry) + (f.model.empty() ? "" : " on " + f.model) +
-           ": " + f.message + "\n";
+    (f.is_error() ? errors : warnings)++;
+    out += file + (f.line > 0 ? ":" + std::to_string(f.line) : "") + ": " +
+           (f.is_error() ? "" : "warning: ") + "config '" + f.config + "' entry " +
+           std::to_string(f.entry) + (f.model.empty() ? "" : " on " + f.model) + ": " +
+           f.message + "\n";
   }
-  out += file + ": " + std::to_string(findings.size()) + " problem(s)\n";
-  return out;
+  const std::string noted =
+      warnings == 0 ? "" : " (" + std::to_string(warnings) + " warning" + (warnings == 1 ? "" : "s") + ")";
+  if (errors == 0) {
+    return out + file + ": " + std::to_string(config.configs.size()) + " configs, all valid" +
+           noted + "\n";
+  }
+  return out + file + ": " + std::to_string(errors) + " problem(s)" + noted + "\n";
 }
 
 std::string PlanText(const sharing::Fleet& fleet, const sharing::Demand& demand,

@@ -11,14 +11,17 @@
 
 namespace accel::cli {
 
-/// MODEL PROFILE ID SLICES MAX PLACEMENTS GiB NOTE, one row per profile.
+/// MODEL PROFILE ID COMPUTE MEMORY MAX PLACEMENTS GiB ATTRIBUTES NOTE, one row per profile;
+/// ATTRIBUTES explains "+me", "+me.all", "+gfx" and "-me"; NOTE says what is unconfirmed and
+/// the other names a profile goes by.
 std::string ProfilesTable(const std::vector<const sharing::GpuModel*>& models);
 
 /// One row per layout (slot string, instances) and a count line.
 std::string LayoutsTable(const sharing::GpuModel& model,
                          const std::vector<sharing::MigLayout>& layouts, bool maximal);
 
-/// "FILE: N configs, valid" or one line per problem.
+/// One line per finding (warnings marked "warning:"), then "FILE: N configs, all valid" (with
+/// the number of warnings, if any) or "FILE: N problem(s)".
 std::string ValidationText(const std::string& file, const sharing::MigPartedConfig& config,
                            const std::vector<sharing::ConfigFinding>& findings);
 

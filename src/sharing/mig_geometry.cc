@@ -1,6 +1,7 @@
 // Lookups over the MIG catalog (data in mig_catalog.cc) and go-nvlib's profile-name grammar.
 #include "sharing/mig_geometry.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <map>
@@ -92,6 +93,16 @@ std::string CheckAttributes(const std::vector<std::string_view>& attributes) {
   return "";
 }
 
+// mig-parted names configs after profiles with '+' written as '.' ("all-1g.10gb.me",
+// "all-1g.24gb.me.all", "all-4g.96gb.gfx"); people paste those. The first '.' after the "gb"
+// field becomes '+', so "1g.24gb.me.all" reads as "1g.24gb+me.all".
+std::string CanonicalProfileSpelling(std::string_view name) {
+  std::string s(name);
+  const size_t gb = s.find("gb.");
+  if (gb != std::string::npos && s.find_first_of("+-") == std::string::npos) s[gb + 2] = '+';
+  return s;
+}
+
 std::optional<ProfileName> Fail(std::string* why, std::string reason) {
   if (why != nullptr) *why = std::move(reason);
   return std::nullopt;
@@ -116,15 +127,25 @@ const GpuModel* FindGpuModelByPciId(uint32_t pci_id) {
 }
 
 std::optional<int> FindProfile(const GpuModel& model, std::string_view name) {
-  std::string wanted(name);
-  // mig-parted config names spell "+me" as ".me" (all-1g.10gb.me).
-  if (wanted.size() > 3 && wanted.compare(wanted.size() - 3, 3, ".me") == 0) {
-    wanted.replace(wanted.size() - 3, 1, "+");
-  }
+  const std::string wanted = CanonicalProfileSpelling(name);
   for (size_t i = 0; i < model.profiles.size(); ++i) {
     if (model.profiles[i].name == wanted) return static_cast<int>(i);
   }
+  for (size_t i = 0; i < model.profiles.size(); ++i) {
+    if (IsOtherName(model.profiles[i], wanted)) return static_cast<int>(i);
+  }
   return std::nullopt;
+}
+
+bool IsOtherName(const MigProfile& profile, std::string_view name) {
+  const std::string wanted = CanonicalProfileSpelling(name);
+  return std::find(profile.other_names.begin(), profile.other_names.end(), wanted) !=
+         profile.other_names.end();
+}
+
+std::string AttributeSuffix(const MigProfile& profile) {
+  const size_t sign = profile.name.find_first_of("+-");
+  return sign == std::string::npos ? "" : profile.name.substr(sign);
 }
 
 std::optional<int> FindProfileById(const GpuModel& model, int profile_id) {

@@ -35,8 +35,8 @@ struct MigProfile {
   int profile_id = -1;
   /// NVML_GPU_INSTANCE_PROFILE_* enum value passed to nvmlDeviceGetGpuInstanceProfileInfo.
   int nvml_profile = -1;
-  /// "+me": the instance holds the GPU's only media-extension engines (OFA, JPEG); at most one
-  /// such instance per GPU.
+  /// "+me" or "+me.all": the instance holds the GPU's only optical-flow accelerator (OFA, and
+  /// on Ampere/Hopper its JPEG decoder); at most one such instance per GPU.
   bool media_extension = false;
   /// Allowed first memory slices, ascending.
   std::vector<int> starts;
@@ -44,6 +44,19 @@ struct MigProfile {
   double memory_gib = 0;
   /// False when the profile ID or placements were inferred rather than seen on hardware.
   bool confirmed = true;
+  /// "+me.all" (NVML_GPU_INSTANCE_PROFILE_*_ALL_ME, RTX PRO Blackwell): the instance takes every
+  /// media engine of the GPU, so only "-me" instances may sit beside it (nvml.h: it "prevents
+  /// allocation of all but _NO_ME profiles"). Implies media_extension.
+  bool all_media = false;
+  /// "-me" (NVML_GPU_INSTANCE_PROFILE_*_NO_ME): the instance has no media engine at all.
+  bool no_media = false;
+  /// "+gfx" (NVML_GPU_INSTANCE_PROFILE_*_GFX, RTX PRO Blackwell): graphics APIs work inside it.
+  bool graphics = false;
+  /// Other names of this same GPU-instance profile: what boards or drivers reporting a slightly
+  /// different memory size call it (GB200: "7g.189gb" for 7g.186gb). Accepted by FindProfile;
+  /// `accel mig validate` warns when a config relies on one, because mig-parted accepts only the
+  /// name the GPU's own driver prints.
+  std::vector<std::string> other_names;
 };
 
 /// One MIG-capable GPU model.
@@ -66,7 +79,8 @@ struct GpuModel {
 };
 
 /// Every model accel knows: A100-SXM4-40GB, A100-80GB, A30-24GB, H100-SXM5-80GB, H100-NVL-94GB,
-/// H200-SXM5-141GB, GH200-96GB, GH200-144GB, B200-180GB. Static; never empty.
+/// H200-SXM5-141GB, GH200-96GB, GH200-144GB, B200-180GB, GB200-186GB, B300-269GB, GB300-278GB,
+/// RTX-PRO-6000-96GB. Static; never empty.
 const std::vector<GpuModel>& MigCatalog();
 
 /// The model whose name or alias equals `name` (ASCII case-insensitive; "NVIDIA " prefix,
@@ -78,9 +92,20 @@ const GpuModel* FindGpuModel(std::string_view name);
 /// The model with this PCI id ((device << 16) | vendor); nullptr when none.
 const GpuModel* FindGpuModelByPciId(uint32_t pci_id);
 
-/// Index into model.profiles of the profile named `name` (exact, as nvidia-smi prints it;
-/// "+me" and ".me" spellings both accepted); nullopt when the model has no such profile.
+/// Index into model.profiles of the profile named `name`: its name as nvidia-smi prints it, or
+/// one of its other_names; the attribute may also be written the way mig-parted config names
+/// write it ("1g.10gb.me", "1g.24gb.me.all", "4g.96gb.gfx" for "+me", "+me.all", "+gfx").
+/// nullopt when the model has no such profile.
 std::optional<int> FindProfile(const GpuModel& model, std::string_view name);
+
+/// Whether `name` selects `profile` only through one of its other_names (after the same
+/// spelling rules as FindProfile), i.e. not by the name nvidia-smi prints on this model.
+bool IsOtherName(const MigProfile& profile, std::string_view name);
+
+/// The attributes of a profile as go-nvlib spells them after its size, e.g. "+me", "+me.all",
+/// "+gfx", "-me"; "" for a plain profile. From the profile's name, so the printed form is
+/// always the one nvidia-smi uses.
+std::string AttributeSuffix(const MigProfile& profile);
 
 /// Index into model.profiles of the profile with GI profile ID `profile_id`; nullopt if none.
 std::optional<int> FindProfileById(const GpuModel& model, int profile_id);

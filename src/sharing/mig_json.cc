@@ -21,6 +21,11 @@ ordered_json ProfileToJson(const MigProfile& p) {
   j["profile_id"] = p.profile_id >= 0 ? ordered_json(p.profile_id) : ordered_json();
   j["memory_gib"] = p.memory_gib > 0 ? ordered_json(p.memory_gib) : ordered_json();
   j["media_extension"] = p.media_extension;
+  j["attributes"] = AttributeSuffix(p);
+  j["all_media"] = p.all_media;
+  j["no_media"] = p.no_media;
+  j["graphics"] = p.graphics;
+  j["other_names"] = p.other_names;
   ordered_json placements = ordered_json::array();
   for (int start : p.starts) placements.push_back({{"start", start}, {"size", p.memory_slices}});
   j["placements"] = std::move(placements);
@@ -79,6 +84,7 @@ ordered_json FindingToJson(const ConfigFinding& f) {
   j["entry"] = f.entry;
   j["line"] = f.line;
   j["model"] = f.model.empty() ? ordered_json() : ordered_json(f.model);
+  j["severity"] = f.is_error() ? "error" : "warning";
   j["message"] = f.message;
   return j;
 }

@@ -13,8 +13,9 @@
 namespace accel::sharing {
 
 /// {"name", "compute_slices", "memory_slices", "max_count", "profile_id" (null if unknown),
-///  "memory_gib" (null if unknown), "media_extension", "placements": [{"start","size"}],
-///  "confirmed"}
+///  "memory_gib" (null if unknown), "media_extension", "attributes" ("+me", "+me.all", "+gfx",
+///  "-me" or ""), "all_media", "no_media", "graphics", "other_names": [...],
+///  "placements": [{"start","size"}], "confirmed"}
 nlohmann::ordered_json ProfileToJson(const MigProfile& profile);
 
 /// {"model", "aliases", "pci_ids": ["0x233010DE"], "memory_slices", "compute_slices",
@@ -24,7 +25,7 @@ nlohmann::ordered_json ModelToJson(const GpuModel& model);
 /// {"slots": "4444221.", "instances": [{"profile", "start", "size", "compute_slices"}]}
 nlohmann::ordered_json LayoutToJson(const GpuModel& model, const MigLayout& layout);
 
-/// {"config", "entry", "line", "model", "message"}
+/// {"config", "entry", "line", "model", "severity" ("error" or "warning"), "message"}
 nlohmann::ordered_json FindingToJson(const ConfigFinding& finding);
 
 /// {"summary": {"demand", "satisfied", "gpus", "gpus_changed", "free_score",

@@ -1,5 +1,7 @@
 // Layout rules of mig.md §1.5: (a) allowed starts, (b) disjoint memory slices, (c) max counts,
-// (d) at most one "+me" instance. The state space is tiny (≤ a few thousand layouts per model),
+// (d) at most one "+me" instance (the GPU has one OFA; "+me.all" holds it too), and (e) on RTX
+// PRO Blackwell a "+me.all" instance only beside "-me" ones (nvml.h: an _ALL_ME profile
+// "prevents allocation of all but _NO_ME profiles"). The state space is tiny (≤ a few thousand layouts per model),
 // so search is plain depth-first over (profile, start) items with a slice bit mask.
 #include "sharing/mig_layout.h"
 
@@ -74,14 +76,43 @@ struct SearchState {
   uint32_t used = 0;
   std::vector<int> counts;
   bool has_me = false;
+  /// A "+me.all" instance is placed.
+  bool has_all_media = false;
+  /// An instance that is not "-me" is placed (it holds at least one media engine).
+  bool has_media_user = false;
+
+  void Add(const MigProfile& p) {
+    has_me = has_me || p.media_extension;
+    has_all_media = has_all_media || p.all_media;
+    has_media_user = has_media_user || !p.no_media;
+  }
+
+  /// What Walk saves before adding an instance and restores after.
+  struct Flags {
+    uint32_t used;
+    bool has_me, has_all_media, has_media_user;
+  };
+  void Restore(const Flags& f) {
+    used = f.used;
+    has_me = f.has_me;
+    has_all_media = f.has_all_media;
+    has_media_user = f.has_media_user;
+  }
 };
+
+// Rule (e) for one more instance of `p`.
+bool MediaEnginesAllow(const SearchState& st, const MigProfile& p) {
+  if (p.all_media && st.has_media_user) return false;
+  return !(st.has_all_media && !p.no_media);
+}
 
 bool Fits(const GpuModel& model, const SearchState& st, const MigPlacement& at) {
   const MigProfile& p = model.profiles[at.profile];
   if (at.start + p.memory_slices > model.memory_slices) return false;
   if (st.used & SliceMask(at.start, p.memory_slices)) return false;
   if (st.counts[at.profile] >= p.max_count) return false;
-  return !(p.media_extension && st.has_me);
+  if (p.media_extension && st.has_me) return false;
+  return MediaEnginesAllow(st, p);
 }
 
 // Calls visit(state) for every layout reachable from `st` by adding items[from..] (pre-order);
@@ -94,17 +125,15 @@ bool Walk(const GpuModel& model, const std::vector<MigPlacement>& items, size_t 
     const MigPlacement& item = items[j];
     if (!Fits(model, st, item) || !allow(st, item)) continue;
     const MigProfile& p = model.profiles[item.profile];
-    const uint32_t used_before = st.used;
-    const bool me_before = st.has_me;
+    const SearchState::Flags before{st.used, st.has_me, st.has_all_media, st.has_media_user};
     st.chosen.push_back(item);
     st.used |= SliceMask(item.start, p.memory_slices);
     st.counts[item.profile]++;
-    st.has_me = st.has_me || p.media_extension;
+    st.Add(p);
     const bool go_on = Walk(model, items, j + 1, st, visit, allow);
     st.chosen.pop_back();
-    st.used = used_before;
     st.counts[item.profile]--;
-    st.has_me = me_before;
+    st.Restore(before);
     if (!go_on) return false;
   }
   return true;
@@ -116,9 +145,7 @@ SearchState StateOf(const GpuModel& model, const MigLayout& layout) {
   st.used = UsedSlices(model, layout);
   st.counts = ProfileCounts(model, layout);
   for (const MigPlacement& at : layout) {
-    if (KnownProfile(model, at.profile) && model.profiles[at.profile].media_extension) {
-      st.has_me = true;
-    }
+    if (KnownProfile(model, at.profile)) st.Add(model.profiles[at.profile]);
   }
   return st;
 }
@@ -188,6 +215,26 @@ void AddCountProblems(const GpuModel& model, const MigLayout& layout,
   }
 }
 
+void AddAllMediaProblems(const GpuModel& model, const MigLayout& layout,
+                         std::vector<LayoutProblem>& out) {
+  for (size_t i = 0; i < layout.size(); ++i) {
+    if (!KnownProfile(model, layout[i].profile)) continue;
+    if (!model.profiles[layout[i].profile].all_media) continue;
+    std::vector<int> involved = {static_cast<int>(i)};
+    std::string names;
+    for (size_t j = 0; j < layout.size(); ++j) {
+      if (j == i || !KnownProfile(model, layout[j].profile)) continue;
+      if (model.profiles[layout[j].profile].no_media) continue;
+      involved.push_back(static_cast<int>(j));
+      names += (names.empty() ? "" : ", ") + At(model, layout[j]);
+    }
+    if (involved.size() == 1) continue;
+    out.push_back({LayoutProblem::Kind::kAllMedia, involved,
+                   At(model, layout[i]) + " takes every media engine of the GPU, so only -me "
+                                          "instances may sit beside it, not " + names});
+  }
+}
+
 }  // namespace
 
 MigLayout Canonical(MigLayout layout) {
@@ -202,6 +249,7 @@ std::vector<LayoutProblem> ValidateLayout(const GpuModel& model, const MigLayout
   AddPositionProblems(model, layout, problems);
   AddOverlapProblems(model, layout, problems);
   AddCountProblems(model, layout, problems);
+  AddAllMediaProblems(model, layout, problems);
   return problems;
 }
 

@@ -37,12 +37,14 @@ struct LayoutProblem {
     kBadPlacement,       ///< start not among the profile's allowed starts (or past the end)
     kOverlap,            ///< two instances share a memory slice
     kOverCount,          ///< more instances of a profile than its max_count
-    kMediaExtension,     ///< more than one "+me" instance
+    kMediaExtension,     ///< more than one "+me"/"+me.all" instance (one OFA per GPU)
+    kAllMedia,           ///< a "+me.all" instance beside one that is not "-me"
   };
   Kind kind = Kind::kOverlap;
   /// Indices into the layout of the instances involved: the one instance (kUnknownProfile,
   /// kBadPlacement), the overlapping pair (kOverlap), those beyond max_count (kOverCount), every
-  /// "+me" instance (kMediaExtension).
+  /// "+me" instance (kMediaExtension), the "+me.all" instance and every instance beside it that
+  /// is not "-me" (kAllMedia).
   std::vector<int> instances;
   /// A sentence for a person, naming profiles and slices, e.g.
   /// "3g.40gb at slice 4 overlaps 1g.10gb at slice 6 (memory slice 6)".
@@ -56,7 +58,7 @@ std::vector<LayoutProblem> ValidateLayout(const GpuModel& model, const MigLayout
 uint32_t UsedSlices(const GpuModel& model, const MigLayout& layout);
 
 /// Whether an instance of `profile` fits at `start` next to the valid `layout` (free slices,
-/// count and media-extension rules).
+/// count and media-engine rules).
 bool CanAdd(const GpuModel& model, const MigLayout& layout, int profile, int start);
 
 /// Whether no instance of any profile (among `profiles`, empty = all) can be added.
@@ -78,9 +80,11 @@ struct EnumerateOptions {
 std::vector<MigLayout> EnumerateLayouts(const GpuModel& model, const EnumerateOptions& options = {});
 
 /// One character per memory slice: the compute-slice digit of the profile covering it, '.' when
-/// free, except that a "+me" profile prints 'm' and a 1g profile with two memory slices prints
-/// 'w'; e.g. "4444221." for 4g@0 + 2g@4 + 1g@6, "ww2211m." for 1g.20gb@0 + 2g@2 + 1g@4,5 +
-/// 1g+me@6. For a person reading a layout; not parsed back.
+/// free, except that a "+me" profile prints 'm', "+me.all" 'a', "+gfx" 'g', "-me" 'n', and a 1g
+/// profile with two memory slices 'w'; e.g. "4444221." for 4g@0 + 2g@4 + 1g@6, "ww2211m." for
+/// 1g.20gb@0 + 2g@2 + 1g@4,5 + 1g+me@6, "annn" for 1g.24gb+me.all@0 + 1g.24gb-me@1 +
+/// 2g.48gb-me@2 on an RTX PRO 6000.
+/// For a person reading a layout; not parsed back.
 std::string SlotString(const GpuModel& model, const MigLayout& layout);
 
 /// "4g.40gb@0 + 2g.20gb@4 + 1g.10gb@6": profile names with starts, canonical order;

@@ -18,8 +18,14 @@ std::string SlotString(const GpuModel& model, const MigLayout& layout) {
     if (!Known(model, at.profile)) continue;
     const MigProfile& p = model.profiles[at.profile];
     char ch = static_cast<char>('0' + p.compute_slices);
-    if (p.media_extension) {
+    if (p.all_media) {
+      ch = 'a';
+    } else if (p.media_extension) {
       ch = 'm';
+    } else if (p.graphics) {
+      ch = 'g';
+    } else if (p.no_media) {
+      ch = 'n';
     } else if (p.compute_slices == 1 && p.memory_slices == 2) {
       ch = 'w';
     }

@@ -73,12 +73,16 @@ struct MigPartedConfig {
 /// Parses YAML text with mig-parted's strict rules: unknown keys, a missing or wrong version,
 /// `mig-enabled: true` without mig-devices, `mig-enabled: false` with non-empty mig-devices,
 /// unparsable profile strings, negative counts, all-zero counts, bad device indices or filters
-/// are errors. `source` names the file in messages. Throws InputError whose where() is
+/// are errors. `source` names the file in messages; `first_line` is the line of `source` on
+/// which `yaml` starts (a config embedded in a ConfigMap starts below its key), so lines in
+/// messages and MigConfigEntry::line are lines of `source`. Throws InputError whose where() is
 /// "source:line" and whose field() is the key path ("mig-configs.all-1g.10gb[1].mig-devices").
-MigPartedConfig ParseMigPartedConfig(std::string_view yaml, const std::string& source);
+MigPartedConfig ParseMigPartedConfig(std::string_view yaml, const std::string& source,
+                                     int first_line = 1);
 
-/// Reads and parses `path`. Throws InputError (also when the file cannot be read: where() = path,
-/// problem says why).
+/// Reads and parses `path`: a mig-parted config, or a Kubernetes ConfigMap holding one (see
+/// mig_parted_configmap.h; the key config.yaml, or the ConfigMap's only key). Throws InputError
+/// (also when the file cannot be read: where() = path, problem says why).
 MigPartedConfig LoadMigPartedConfig(const std::string& path);
 
 /// YAML in NVIDIA's conventions: `version: v1`, flow-style devices and device-filter, quoted
@@ -93,6 +97,9 @@ struct EntryOnModel {
   /// one GI profile are packed largest first, each into the last GI while it has room, as
   /// mig-parted creates them).
   std::vector<int> gpu_instances;
+  /// Profile strings of the entry that named a profile by one of its other_names, each with
+  /// the name nvidia-smi prints on this model: {"7g.189gb", "7g.186gb"}.
+  std::vector<std::pair<std::string, std::string>> other_names;
 };
 
 /// Resolves an entry's mig-devices on `model` (counts of 0 are skipped, as mig-parted does).
@@ -104,21 +111,36 @@ std::optional<EntryOnModel> ResolveEntry(const MigConfigEntry& entry, const GpuM
 /// Whether `entry` can apply to `model` by its device-filter (no filter = every model).
 bool EntryMatchesModel(const MigConfigEntry& entry, const GpuModel& model);
 
-/// One problem found by ValidateMigPartedConfig.
+/// One finding of ValidateMigPartedConfig.
 struct ConfigFinding {
+  enum class Severity {
+    kError,    ///< the entry cannot be applied on `model` (or on any model): the config is invalid
+    kWarning,  ///< the entry was not fully checked, or relies on a name some drivers do not print
+  };
   std::string config;  ///< config name
   int entry = 0;       ///< 0-based entry index
   int line = 0;        ///< entry's line in the file (0 unknown)
   std::string model;   ///< GpuModel::name it was checked on; empty when model-independent
-  std::string message; ///< why it cannot be applied there
+  std::string message; ///< why it cannot be applied there, or what was not checked
+  Severity severity = Severity::kError;
+
+  bool is_error() const { return severity == Severity::kError; }
 };
 
-/// Checks every named config against every catalog model each entry can match (by its
-/// device-filter; an entry without a filter is checked on every model that has all its profile
-/// names, and is an error when no model has them). An entry is valid on a model when some
-/// placement of the requested instances exists (the counts fit the geometry). `only_models`,
-/// when not empty, restricts the check to those models. Returns the problems; empty = valid.
+/// Checks every named config against every catalog model each entry can match. An entry with
+/// a device-filter is checked on each catalog model the filter names; filter IDs accel does
+/// not know are a warning (that GPU is not checked), never an error. An entry without a filter
+/// is checked on every model that has all its profile names as nvidia-smi prints them; when no
+/// model does, on the models where they are other names (GB200's "7g.189gb"), with a warning;
+/// and it is an error when no model has them at all. An entry is valid on a model when some
+/// placement of the requested instances exists (the counts fit the geometry and the media-engine
+/// rules). `only_models`, when not empty, restricts the check to those models (and then an
+/// unknown filter ID is not worth a warning). Returns errors and warnings in file order;
+/// the config is valid when no finding is_error().
 std::vector<ConfigFinding> ValidateMigPartedConfig(const MigPartedConfig& config,
                                                    const std::vector<const GpuModel*>& only_models = {});
+
+/// Whether any finding is an error.
+bool HasErrors(const std::vector<ConfigFinding>& findings);
 
 }  // namespace accel::sharing

@@ -32,7 +32,7 @@ std::string Quoted(const std::string& s) {
 
 class Reader {
  public:
-  explicit Reader(const std::string& source) : source_(source) {}
+  Reader(const std::string& source, int line_offset) : source_(source), line_offset_(line_offset) {}
 
   MigPartedConfig Read(const YAML::Node& root) {
     if (root.IsNull()) Fail(1, "", "the file is empty", "start it with `version: v1` and `mig-configs:`");
@@ -63,7 +63,7 @@ class Reader {
  private:
   [[noreturn]] void Fail(int line, const std::string& field, const std::string& problem,
                          const std::string& hint = "") const {
-    throw InputError(source_ + ":" + std::to_string(line), field, problem, hint);
+    throw InputError(source_ + ":" + std::to_string(line + line_offset_), field, problem, hint);
   }
 
   [[noreturn]] void Unexpected(const Field& f, const std::string& path) const {
@@ -122,6 +122,7 @@ class Reader {
       for (size_t i = 0; i < c.value.size(); ++i) {
         Count(c.line);
         config.entries.push_back(ReadEntry(c.value[i], path + "[" + std::to_string(i) + "]", c.line));
+        config.entries.back().line += line_offset_;
       }
       out.configs.push_back(std::move(config));
     }
@@ -267,30 +268,30 @@ class Reader {
   }
 
   const std::string& source_;
+  const int line_offset_;
   size_t values_ = 0;
 };
 
 }  // namespace
 
-MigPartedConfig ParseMigPartedConfig(std::string_view yaml, const std::string& source) {
+MigPartedConfig ParseMigPartedConfig(std::string_view yaml, const std::string& source,
+                                     int first_line) {
+  const int offset = first_line - 1;
+  const auto where = [&](int line) { return source + ":" + std::to_string(line + offset); };
   YAML::Node root;
   try {
-    root = LoadOneDocument(yaml, source);
+    root = LoadOneDocument(yaml, source, offset);
   } catch (const YAML::ParserException& e) {
-    throw InputError(source + ":" + std::to_string(e.mark.is_null() ? 1 : e.mark.line + 1), "",
+    throw InputError(where(e.mark.is_null() ? 1 : e.mark.line + 1), "",
                      "YAML syntax error: " + e.msg);
   } catch (const YAML::Exception& e) {
-    throw InputError(source + ":1", "", std::string("YAML error: ") + e.what());
+    throw InputError(where(1), "", std::string("YAML error: ") + e.what());
   }
   try {
-    return Reader(source).Read(root);
+    return Reader(source, offset).Read(root);
   } catch (const YAML::Exception& e) {
-    throw InputError(source + ":1", "", std::string("YAML error: ") + e.what());
+    throw InputError(where(1), "", std::string("YAML error: ") + e.what());
   }
-}
-
-MigPartedConfig LoadMigPartedConfig(const std::string& path) {
-  return ParseMigPartedConfig(ReadWholeFile(path), path);
 }
 
 }  // namespace accel::sharing

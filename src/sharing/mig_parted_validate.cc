@@ -68,7 +68,7 @@ MigLayout GreedyLayout(const GpuModel& model, const std::vector<int>& counts) {
 
 // Why `counts` (each within max_count) cannot be placed on `model`; empty when it can.
 std::string FitProblem(const GpuModel& model, const std::vector<int>& counts) {
-  int media = 0, memory = 0;
+  int media = 0, memory = 0, all_media = 0, media_users = 0;
   for (size_t p = 0; p < counts.size(); ++p) {
     const MigProfile& profile = model.profiles[p];
     if (counts[p] > profile.max_count) {
@@ -76,12 +76,18 @@ std::string FitProblem(const GpuModel& model, const std::vector<int>& counts) {
              std::to_string(profile.max_count) + " that fit on one " + model.name;
     }
     if (profile.media_extension) media += counts[p];
+    if (profile.all_media) all_media += counts[p];
+    if (!profile.no_media) media_users += counts[p];
     memory += counts[p] * profile.memory_slices;
   }
   std::string asked = CountsText(model, counts);
   if (media > 1) {
     return asked + " has " + std::to_string(media) +
            " media-extension (+me) instances; a GPU has engines for only one";
+  }
+  if (all_media > 0 && media_users > all_media) {
+    return asked + ": a +me.all instance takes every media engine, so only -me instances may "
+                   "sit beside it";
   }
   if (memory > model.memory_slices) {
     return asked + " needs " + std::to_string(memory) + " memory slices; " + model.name + " has " +
@@ -102,10 +108,29 @@ std::string ProfileList(const MigConfigEntry& entry) {
   return out;
 }
 
-std::string FilterList(const MigConfigEntry& entry) {
+std::string FilterList(const std::vector<DeviceFilter>& filters) {
   std::string out;
-  for (const DeviceFilter& f : entry.device_filter) out += (out.empty() ? "" : ", ") + f.ToString();
+  for (const DeviceFilter& f : filters) out += (out.empty() ? "" : ", ") + f.ToString();
   return out;
+}
+
+// The filter IDs that name no catalog model.
+std::vector<DeviceFilter> UnknownFilters(const MigConfigEntry& entry) {
+  std::vector<DeviceFilter> out;
+  for (const DeviceFilter& f : entry.device_filter) {
+    if (FindGpuModelByPciId(f.pci_id) == nullptr) out.push_back(f);
+  }
+  return out;
+}
+
+std::string OtherNamesText(const GpuModel& model, const EntryOnModel& on) {
+  std::string out;
+  for (const auto& [written, printed] : on.other_names) {
+    out += (out.empty() ? "" : "; ") + written + " is what some " + model.name +
+           " boards or drivers call " + printed;
+  }
+  return out + " (mig-parted accepts only the name the GPU's driver prints: `nvidia-smi mig "
+               "-lgip` shows it)";
 }
 
 }  // namespace
@@ -113,6 +138,7 @@ std::string FilterList(const MigConfigEntry& entry) {
 std::optional<EntryOnModel> ResolveEntry(const MigConfigEntry& entry, const GpuModel& model,
                                          std::string* why) {
   std::vector<std::vector<std::pair<int, long long>>> cis(model.profiles.size());
+  std::vector<std::pair<std::string, std::string>> other_names;
   for (const auto& [text, count] : entry.mig_devices) {
     if (count <= 0) continue;  // mig-parted never looks a zero count up
     std::string reason;
@@ -120,9 +146,11 @@ std::optional<EntryOnModel> ResolveEntry(const MigConfigEntry& entry, const GpuM
     std::optional<int> index = name ? FindProfile(model, name->GpuInstanceName()) : std::nullopt;
     if (name && !index) reason = model.name + " has no profile " + name->GpuInstanceName();
     if (index) {
-      int gi_slices = model.profiles[*index].compute_slices;
+      const MigProfile& profile = model.profiles[*index];
+      int gi_slices = profile.compute_slices;
       if (name->compute_slices >= 1 && name->compute_slices <= gi_slices) {
         cis[*index].emplace_back(name->compute_slices, count);
+        if (IsOtherName(profile, name->GpuInstanceName())) other_names.emplace_back(text, profile.name);
         continue;
       }
       reason = text + ": a compute instance of " + std::to_string(name->compute_slices) +
@@ -132,6 +160,7 @@ std::optional<EntryOnModel> ResolveEntry(const MigConfigEntry& entry, const GpuM
     return std::nullopt;
   }
   EntryOnModel out;
+  out.other_names = std::move(other_names);
   out.gpu_instances.assign(model.profiles.size(), 0);
   for (size_t p = 0; p < cis.size(); ++p) {
     if (cis[p].empty()) continue;
@@ -151,6 +180,7 @@ bool EntryMatchesModel(const MigConfigEntry& entry, const GpuModel& model) {
 
 std::vector<ConfigFinding> ValidateMigPartedConfig(const MigPartedConfig& config,
                                                    const std::vector<const GpuModel*>& only_models) {
+  using Severity = ConfigFinding::Severity;
   std::vector<const GpuModel*> scope = only_models;
   if (scope.empty()) {
     for (const GpuModel& m : MigCatalog()) scope.push_back(&m);
@@ -160,34 +190,69 @@ std::vector<ConfigFinding> ValidateMigPartedConfig(const MigPartedConfig& config
     for (size_t i = 0; i < c.entries.size(); ++i) {
       const MigConfigEntry& entry = c.entries[i];
       if (!entry.mig_enabled) continue;  // turning MIG off asks nothing of the geometry
-      auto report = [&](const std::string& model, const std::string& message) {
-        findings.push_back({c.name, static_cast<int>(i), entry.line, model, message});
+      auto report = [&](const std::string& model, const std::string& message, Severity severity) {
+        findings.push_back({c.name, static_cast<int>(i), entry.line, model, message, severity});
       };
-      bool filtered = !entry.device_filter.empty();
-      int matched = 0, resolved = 0;
+      const bool filtered = !entry.device_filter.empty();
+      // Resolve on every model in scope the filter selects.
+      struct OnModel {
+        const GpuModel* model;
+        std::optional<EntryOnModel> on;
+        std::string why;
+      };
+      std::vector<OnModel> matched;
       for (const GpuModel* model : scope) {
         if (!EntryMatchesModel(entry, *model)) continue;
-        ++matched;
-        std::string why;
-        std::optional<EntryOnModel> on = ResolveEntry(entry, *model, &why);
-        if (!on) {
-          // Without a filter, a model lacking the names is simply not one the entry is for.
-          if (filtered) report(model->name, why);
+        OnModel m{model, std::nullopt, ""};
+        m.on = ResolveEntry(entry, *model, &m.why);
+        matched.push_back(std::move(m));
+      }
+      if (filtered) {
+        std::vector<DeviceFilter> unknown = UnknownFilters(entry);
+        if (!unknown.empty() && only_models.empty()) {
+          const bool none = unknown.size() == entry.device_filter.size();
+          report("", "device-filter " + FilterList(unknown) +
+                         (unknown.size() == 1 ? " is" : " are") + " no GPU model accel knows; " +
+                         (none ? "the entry is not checked" : "not checked there") +
+                         " (`accel mig profiles` lists the models)",
+                 Severity::kWarning);
+        }
+      } else {
+        // Without a filter, a model lacking the names is simply not one the entry is for, and
+        // a model that knows a name only as another board's spelling counts only when no model
+        // prints every name as written.
+        const bool exact = std::any_of(matched.begin(), matched.end(), [](const OnModel& m) {
+          return m.on && m.on->other_names.empty();
+        });
+        std::erase_if(matched, [exact](const OnModel& m) {
+          return !m.on || (exact && !m.on->other_names.empty());
+        });
+        if (matched.empty()) {
+          report("", "no GPU model" + std::string(only_models.empty() ? "" : " of those checked") +
+                         " has all of " + ProfileList(entry),
+                 Severity::kError);
+        }
+      }
+      for (const OnModel& m : matched) {
+        if (!m.on) {
+          report(m.model->name, m.why, Severity::kError);
           continue;
         }
-        ++resolved;
-        std::string problem = FitProblem(*model, on->gpu_instances);
-        if (!problem.empty()) report(model->name, problem);
-      }
-      if (filtered && matched == 0 && only_models.empty()) {
-        report("", "device-filter " + FilterList(entry) + " selects no GPU model accel knows; not checked");
-      } else if (!filtered && resolved == 0) {
-        report("", "no GPU model" + std::string(only_models.empty() ? "" : " of those checked") +
-                       " has all of " + ProfileList(entry));
+        std::string problem = FitProblem(*m.model, m.on->gpu_instances);
+        if (!problem.empty()) {
+          report(m.model->name, problem, Severity::kError);
+        } else if (!m.on->other_names.empty()) {
+          report(m.model->name, OtherNamesText(*m.model, *m.on), Severity::kWarning);
+        }
       }
     }
   }
   return findings;
+}
+
+bool HasErrors(const std::vector<ConfigFinding>& findings) {
+  return std::any_of(findings.begin(), findings.end(),
+                     [](const ConfigFinding& f) { return f.is_error(); });
 }
 
 }  // namespace accel::sharing

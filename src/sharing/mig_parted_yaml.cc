@@ -75,7 +75,7 @@ class DocumentProbe : public YAML::EventHandler {
 
 // Not YAML::LoadAll: it loops forever on a stray ',' (yaml-cpp 0.7, jbeder/yaml-cpp#1040), so
 // the text is read once into nodes and once more, event by event, for what follows.
-YAML::Node LoadOneDocument(std::string_view yaml, const std::string& source) {
+YAML::Node LoadOneDocument(std::string_view yaml, const std::string& source, int line_offset) {
   std::string text(yaml);
   YAML::Node root = YAML::Load(text);
   std::istringstream in(text);
@@ -83,7 +83,7 @@ YAML::Node LoadOneDocument(std::string_view yaml, const std::string& source) {
   DocumentProbe first, rest;
   parser.HandleNextDocument(first);
   if (parser.HandleNextDocument(rest)) {
-    std::string where = source + ":" + std::to_string(rest.line());
+    std::string where = source + ":" + std::to_string(rest.line() + line_offset);
     if (rest.saw_value()) {
       throw InputError(where, "", "more than one YAML document",
                        "keep every named config under one `mig-configs:`");

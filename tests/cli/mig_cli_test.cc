@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_test_util.h"
+#include "support/shared_fixture.h"
 
 namespace accel::cli::testing {
 namespace {
@@ -31,9 +32,25 @@ class MigCli : public ::testing::Test {
 TEST_F(MigCli, ProfilesListEveryModel) {
   RunResult r = RunAccel("mig profiles");
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  for (const char* m : {"A100-SXM4-40GB", "A30-24GB", "H100-SXM5-80GB", "H200-SXM5-141GB", "B200-180GB"}) {
+  for (const char* m : {"A100-SXM4-40GB", "A30-24GB", "H100-SXM5-80GB", "H200-SXM5-141GB", "B200-180GB",
+                        "GB200-186GB", "B300-269GB", "GB300-278GB", "RTX-PRO-6000-96GB"}) {
     EXPECT_NE(r.output.find(m), std::string::npos) << m;
   }
+  // Blackwell's attributes, explained; GB200's other board names, noted.
+  r = RunAccel("mig profiles --gpu 0x2BB5 --gpu GB200");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("ATTRIBUTES"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("+me.all (every media engine; only -me beside it)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("+gfx (graphics APIs)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("-me (no media engine)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("also named 7g.189gb"), std::string::npos) << r.output;
+  r = RunAccel("mig profiles --gpu RTX-PRO-6000-96GB -o json", /*merge_stderr=*/false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto rtx = nlohmann::json::parse(r.output);
+  ASSERT_EQ(rtx.size(), 1u);
+  EXPECT_EQ(rtx[0]["profiles"][3]["name"], "1g.24gb+me.all");
+  EXPECT_EQ(rtx[0]["profiles"][3]["attributes"], "+me.all");
+  EXPECT_EQ(rtx[0]["profiles"][3]["all_media"], true);
   r = RunAccel("mig profiles --gpu 'NVIDIA H100 80GB HBM3' -o json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   auto j = nlohmann::json::parse(r.output);
@@ -74,6 +91,57 @@ TEST_F(MigCli, ValidateExitCodes) {
   RunResult typo = RunAccel("mig validate " + (dir_ / "typo.yaml").string());
   EXPECT_EQ(typo.exit_code, 2);
   EXPECT_NE(typo.output.find("typo.yaml:"), std::string::npos) << typo.output;
+}
+
+TEST_F(MigCli, ValidateNvidiasDefaultConfigAndItsConfigMap) {
+  for (const char* file : {"config-default.yaml", "0400_configmap.yaml"}) {
+    const std::string path = test_support::SharedPath(std::string("peers/mig/") + file);
+    ACCEL_REQUIRE_SHARED(path);
+    RunResult r = RunAccel("mig validate " + path);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("81 configs, all valid (3 warnings)"), std::string::npos) << r.output;
+    RunResult j = RunAccel("mig validate " + path + " -o json", /*merge_stderr=*/false);
+    ASSERT_EQ(j.exit_code, 0) << j.output;
+    auto json = nlohmann::json::parse(j.output);
+    EXPECT_EQ(json["valid"], true);
+    EXPECT_EQ(json["problems"].size(), 0u);
+    EXPECT_EQ(json["warnings"].size(), 3u);
+    EXPECT_EQ(json["warnings"][0]["severity"], "warning");
+    EXPECT_EQ(json.contains("configmap"), std::string(file) == "0400_configmap.yaml");
+  }
+}
+
+TEST_F(MigCli, ValidateConfigMapsAndTheirKeys) {
+  RunResult ok = RunAccel("mig validate " + Src("examples/mig/configmap.yaml"));
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
+  EXPECT_NE(ok.output.find("ConfigMap custom-mig-config, key \"config.yaml\""), std::string::npos) << ok.output;
+  WriteFile(dir_ / "two.yaml",
+            "kind: ConfigMap\nmetadata:\n  name: two\ndata:\n  a.yaml: |\n    version: v1\n"
+            "    mig-configs:\n      off:\n        - devices: all\n          mig-enabled: false\n"
+            "  b.yaml: |\n    version: v1\n    mig-configs:\n      bad:\n        - devices: all\n"
+            "          mig-enabled: true\n          mig-devices: {\"3g.30gb\": 1}\n");
+  RunResult which = RunAccel("mig validate " + (dir_ / "two.yaml").string());
+  EXPECT_EQ(which.exit_code, 2) << which.output;
+  EXPECT_NE(which.output.find("has 2 keys (\"a.yaml\", \"b.yaml\")"), std::string::npos) << which.output;
+  EXPECT_EQ(RunAccel("mig validate " + (dir_ / "two.yaml").string() + " --key a.yaml").exit_code, 0);
+  RunResult bad = RunAccel("mig validate " + (dir_ / "two.yaml").string() + " --key b.yaml");
+  EXPECT_EQ(bad.exit_code, 1) << bad.output;
+  EXPECT_NE(bad.output.find("two.yaml:15: config 'bad'"), std::string::npos) << bad.output;
+  RunResult plain = RunAccel("mig validate " + Src("examples/mig/h100-mixed.yaml") + " --key config.yaml");
+  EXPECT_EQ(plain.exit_code, 2) << plain.output;
+  EXPECT_NE(plain.output.find("not a Kubernetes ConfigMap"), std::string::npos) << plain.output;
+}
+
+TEST_F(MigCli, UnknownDeviceFilterWarnsAndPasses) {
+  WriteFile(dir_ / "future.yaml",
+            "version: v1\nmig-configs:\n  next-gen:\n    - device-filter: [\"0x999910DE\"]\n"
+            "      devices: all\n      mig-enabled: true\n      mig-devices: {\"1g.40gb\": 7}\n");
+  RunResult r = RunAccel("mig validate " + (dir_ / "future.yaml").string());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("warning: config 'next-gen' entry 0: device-filter 0x999910DE is no GPU model"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("1 configs, all valid (1 warning)"), std::string::npos) << r.output;
 }
 
 TEST_F(MigCli, PlanAndItsMigPartedOutputValidate) {

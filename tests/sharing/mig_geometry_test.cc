@@ -11,10 +11,17 @@
 #include <map>
 #include <set>
 
+#include "support/shared_fixture.h"
+
 namespace accel::sharing {
 namespace {
 
-const std::string kReference = ACCEL_SHARED_DIR "/reference/mig-profiles.json";
+const std::string kReference = test_support::SharedPath("reference/mig-profiles.json");
+
+// Models added after the reference JSON was written, for NVIDIA's default mig-parted config
+// (sources at each model in mig_catalog.cc); checked by AddedModelsAsPublished below.
+const std::set<std::string> kAddedAfterReference = {"GB200-186GB", "B300-269GB", "GB300-278GB",
+                                                    "RTX-PRO-6000-96GB"};
 
 // "0x20B010DE (A100 SXM4 40GB)" → 0x20B010DE; "...=0x7" → 7.
 uint32_t LeadingHex(const std::string& text) { return std::stoul(text, nullptr, 16); }
@@ -37,7 +44,7 @@ const std::map<std::string, Measured>& MeasuredH200() {
 }
 
 TEST(MigGeometryCatalog, MatchesReferenceJson) {
-  if (!std::filesystem::exists(kReference)) GTEST_SKIP() << kReference << " not present";
+  ACCEL_REQUIRE_SHARED(kReference);
   std::ifstream in(kReference);
   const nlohmann::json ref = nlohmann::json::parse(in);
   std::set<std::string> seen;
@@ -90,7 +97,89 @@ TEST(MigGeometryCatalog, MatchesReferenceJson) {
       EXPECT_EQ(got.confirmed, !inferred && id.is_number());
     }
   }
+  for (const std::string& added : kAddedAfterReference) {
+    EXPECT_TRUE(seen.insert(added).second) << added << " is in the reference now: check it there";
+  }
   EXPECT_EQ(seen.size(), MigCatalog().size());
+}
+
+// The added models against what NVIDIA published: names and max counts as mig-parted's default
+// config and the MIG user guide give them; RTX PRO 6000's IDs and GiB as its `nvidia-smi mig
+// -lgip` prints them (bottlerocket-kernel-kit#300, container-engine-accelerators#564); GB200's
+// first four IDs as mig-parted#227's listing. Nothing here was seen placed, so all unconfirmed.
+TEST(MigGeometryCatalog, AddedModelsAsPublished) {
+  struct Want {
+    const char* name;
+    int memory_slices;
+    int max_count;
+    int id;
+    double gib;
+    const char* attributes;
+  };
+  const std::map<std::string, std::vector<Want>> published = {
+      {"RTX-PRO-6000-96GB",
+       {{"1g.24gb", 1, 4, 14, 23.62, ""},
+        {"1g.24gb+me", 1, 1, 21, 23.62, "+me"},
+        {"1g.24gb+gfx", 1, 4, 47, 23.62, "+gfx"},
+        {"1g.24gb+me.all", 1, 1, 65, 23.62, "+me.all"},
+        {"1g.24gb-me", 1, 4, 67, 23.62, "-me"},
+        {"2g.48gb", 2, 2, 5, 47.38, ""},
+        {"2g.48gb+gfx", 2, 2, 35, 47.38, "+gfx"},
+        {"2g.48gb+me.all", 2, 1, 64, 47.38, "+me.all"},
+        {"2g.48gb-me", 2, 2, 66, 47.38, "-me"},
+        {"4g.96gb", 4, 1, 0, 95.0, ""},
+        {"4g.96gb+gfx", 4, 1, 32, 95.0, "+gfx"}}},
+      {"GB200-186GB",
+       {{"1g.23gb", 1, 7, 19, 22.0, ""},
+        {"1g.23gb+me", 1, 1, 20, 22.0, "+me"},
+        {"1g.47gb", 2, 4, 15, 45.5, ""},
+        {"2g.47gb", 2, 3, 14, 45.5, ""},
+        {"3g.93gb", 4, 2, -1, 0, ""},
+        {"4g.93gb", 4, 1, -1, 0, ""},
+        {"7g.186gb", 8, 1, -1, 0, ""}}},
+      {"B300-269GB",
+       {{"1g.34gb", 1, 7, -1, 0, ""},
+        {"1g.34gb+me", 1, 1, -1, 0, "+me"},
+        {"1g.67gb", 2, 4, -1, 0, ""},
+        {"2g.67gb", 2, 3, -1, 0, ""},
+        {"3g.135gb", 4, 2, -1, 0, ""},
+        {"4g.135gb", 4, 1, -1, 0, ""},
+        {"7g.269gb", 8, 1, -1, 0, ""}}},
+      {"GB300-278GB",
+       {{"1g.35gb", 1, 7, -1, 0, ""},
+        {"1g.35gb+me", 1, 1, -1, 0, "+me"},
+        {"1g.70gb", 2, 4, -1, 0, ""},
+        {"2g.70gb", 2, 3, -1, 0, ""},
+        {"3g.139gb", 4, 2, -1, 0, ""},
+        {"4g.139gb", 4, 1, -1, 0, ""},
+        {"7g.278gb", 8, 1, -1, 0, ""}}},
+  };
+  ASSERT_EQ(published.size(), kAddedAfterReference.size());
+  for (const auto& [name, profiles] : published) {
+    SCOPED_TRACE(name);
+    ASSERT_TRUE(kAddedAfterReference.count(name));
+    const GpuModel* model = FindGpuModel(name);
+    ASSERT_NE(model, nullptr);
+    ASSERT_EQ(model->profiles.size(), profiles.size());
+    for (size_t i = 0; i < profiles.size(); ++i) {
+      const MigProfile& got = model->profiles[i];
+      EXPECT_EQ(got.name, profiles[i].name);
+      EXPECT_EQ(got.max_count, profiles[i].max_count) << got.name;
+      EXPECT_EQ(got.profile_id, profiles[i].id) << got.name;
+      EXPECT_DOUBLE_EQ(got.memory_gib, profiles[i].gib) << got.name;
+      EXPECT_EQ(AttributeSuffix(got), profiles[i].attributes) << got.name;
+      EXPECT_FALSE(got.confirmed) << got.name;
+      // The published fraction of memory (1/8, 2/8, 4/8, full; 1/4, 1/2, full on RTX PRO).
+      EXPECT_EQ(got.memory_slices, profiles[i].memory_slices) << got.name;
+    }
+  }
+  const GpuModel& rtx = *FindGpuModel("RTX-PRO-6000-96GB");
+  EXPECT_EQ(rtx.memory_slices, 4);
+  EXPECT_EQ(rtx.compute_slices, 4);
+  EXPECT_EQ(FindGpuModelByPciId(0x2BB510DE), &rtx);
+  EXPECT_EQ(FindGpuModelByPciId(0x294110DE)->name, "GB200-186GB");
+  EXPECT_EQ(FindGpuModelByPciId(0x318210DE)->name, "B300-269GB");
+  EXPECT_EQ(FindGpuModelByPciId(0x31C210DE)->name, "GB300-278GB");
 }
 
 TEST(MigGeometryCatalog, ProfilesAreWellFormed) {
@@ -132,6 +221,10 @@ TEST(MigGeometryFind, NamesAliasesAndNvmlProductNames) {
       {"GH200-144GB", "GH200-144GB"},          {"0x233010DE", "H100-SXM5-80GB"},
       {"0x2330", "H100-SXM5-80GB"},            {"0x20b7", "A30-24GB"},
       {"0x234810de", "GH200-144GB"},           {"0x2901", "B200-180GB"},
+      {"NVIDIA GB200", "GB200-186GB"},          {"NVIDIA B300 SXM6 AC", "B300-269GB"},
+      {"GB300", "GB300-278GB"},                {"0x2BB5", "RTX-PRO-6000-96GB"},
+      {"NVIDIA RTX PRO 6000 Blackwell Server Edition", "RTX-PRO-6000-96GB"},
+      {"NVIDIA RTX PRO 6000 Blackwell Workstation Edition", "RTX-PRO-6000-96GB"},
   };
   for (const auto& [query, want] : cases) {
     const GpuModel* model = FindGpuModel(query);
@@ -168,6 +261,44 @@ TEST(MigGeometryFind, ProfileNamesAreModelSpecific) {
   EXPECT_EQ(a30.profiles[*FindProfileById(a30, 14)].name, "1g.6gb");
   EXPECT_FALSE(FindProfileById(a30, 19));
   EXPECT_FALSE(FindProfileById(*FindGpuModel("B200-180GB"), -1));
+}
+
+TEST(MigGeometryFind, BlackwellAttributesAndTheirConfigNameSpellings) {
+  const GpuModel& rtx = *FindGpuModel("RTX-PRO-6000-96GB");
+  auto at = [&](const char* name) -> const MigProfile& { return rtx.profiles.at(*FindProfile(rtx, name)); };
+  EXPECT_TRUE(at("1g.24gb+me.all").all_media);
+  EXPECT_TRUE(at("1g.24gb+me.all").media_extension);
+  EXPECT_TRUE(at("2g.48gb-me").no_media);
+  EXPECT_TRUE(at("4g.96gb+gfx").graphics);
+  EXPECT_TRUE(at("1g.24gb+me").media_extension);
+  EXPECT_FALSE(at("1g.24gb+me").all_media);
+  const MigProfile& plain = at("2g.48gb");
+  EXPECT_FALSE(plain.media_extension || plain.all_media || plain.no_media || plain.graphics);
+  // mig-parted's config names spell '+' as '.': all-1g.24gb.me.all, all-4g.96gb.gfx.
+  EXPECT_EQ(FindProfile(rtx, "1g.24gb.me.all"), FindProfile(rtx, "1g.24gb+me.all"));
+  EXPECT_EQ(FindProfile(rtx, "4g.96gb.gfx"), FindProfile(rtx, "4g.96gb+gfx"));
+  EXPECT_EQ(FindProfile(rtx, "1g.24gb.me"), FindProfile(rtx, "1g.24gb+me"));
+  EXPECT_NE(FindProfile(rtx, "1g.24gb.me"), FindProfile(rtx, "1g.24gb.me.all"));
+  EXPECT_FALSE(FindProfile(rtx, "1g.24gb+gfx,me"));
+  EXPECT_FALSE(FindProfile(rtx, "1g.24gb+me.al"));
+  EXPECT_EQ(AttributeSuffix(at("1g.24gb-me")), "-me");
+  EXPECT_EQ(AttributeSuffix(plain), "");
+}
+
+TEST(MigGeometryFind, OtherNamesSelectTheSameProfile) {
+  const GpuModel& gb200 = *FindGpuModel("GB200-186GB");
+  for (const auto& [other, printed] : std::vector<std::pair<std::string, std::string>>{
+           {"7g.189gb", "7g.186gb"}, {"3g.95gb", "3g.93gb"}, {"4g.95gb", "4g.93gb"},
+           {"1g.24gb", "1g.23gb"}, {"1g.24gb+me", "1g.23gb+me"}, {"1g.24gb.me", "1g.23gb+me"}}) {
+    auto p = FindProfile(gb200, other);
+    ASSERT_TRUE(p) << other;
+    EXPECT_EQ(gb200.profiles[*p].name, printed) << other;
+    EXPECT_TRUE(IsOtherName(gb200.profiles[*p], other)) << other;
+    EXPECT_FALSE(IsOtherName(gb200.profiles[*p], printed)) << other;
+  }
+  // Other names never shadow a profile's own name on another model.
+  const GpuModel& nvl = *FindGpuModel("H100-NVL-94GB");
+  EXPECT_EQ(nvl.profiles[*FindProfile(nvl, "1g.24gb")].memory_slices, 2);
 }
 
 TEST(MigGeometryProfileName, ParsesGoNvlibGrammar) {

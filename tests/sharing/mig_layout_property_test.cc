@@ -38,19 +38,27 @@ std::vector<int> AllProfiles(const GpuModel& m) {
   return all;
 }
 
-// The rules of mig.md §1.5, written out again without the library.
+bool EndsWith(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// The rules of mig.md §1.5, written out again without the library: the media-engine rules from
+// the profile names alone ("+me"/"+me.all" hold the one OFA; "+me.all" only beside "-me").
 bool RulesHold(const GpuModel& m, const std::vector<const Item*>& chosen) {
   uint32_t used = 0;
   std::map<int, int> counts;
-  int media = 0;
+  int ofa = 0, all_media = 0, with_media = 0;
   for (const Item* it : chosen) {
     if (used & it->mask) return false;
     used |= it->mask;
     const MigProfile& p = m.profiles[it->at.profile];
     if (++counts[it->at.profile] > p.max_count) return false;
-    media += p.media_extension;
+    const bool all = EndsWith(p.name, "+me.all");
+    ofa += EndsWith(p.name, "+me") || all;
+    all_media += all;
+    with_media += !EndsWith(p.name, "-me");
   }
-  return media <= 1;
+  return ofa <= 1 && (all_media == 0 || with_media == 1);
 }
 
 MigLayout ToLayout(const std::vector<const Item*>& chosen) {
@@ -101,6 +109,9 @@ TEST(MigLayoutBruteForce, SmallCasesMatchEveryItemSubset) {
       {"H100-SXM5-80GB", {"1g.10gb+me", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"}},
       {"A30-24GB", {"1g.6gb", "2g.12gb", "4g.24gb"}},
       {"A30-24GB", {"1g.6gb", "1g.6gb+me", "2g.12gb", "2g.12gb+me", "4g.24gb"}},
+      {"RTX-PRO-6000-96GB",
+       {"1g.24gb", "1g.24gb+me.all", "1g.24gb-me", "2g.48gb-me", "2g.48gb+me.all", "4g.96gb"}},
+      {"RTX-PRO-6000-96GB", {"1g.24gb+me", "1g.24gb+gfx", "2g.48gb+gfx", "2g.48gb-me", "4g.96gb+gfx"}},
   };
   for (const auto& [name, names] : cases) {
     const GpuModel& m = Model(name);
@@ -152,7 +163,7 @@ TEST(MigLayoutBruteForce, EveryModelMatchesSlotWalk) {
 
 TEST(MigLayoutProperty, RandomLayoutsValidIffEnumerated) {
   std::mt19937 rng(20240404);
-  for (const char* name : {"A100-SXM4-40GB", "H100-SXM5-80GB", "A30-24GB"}) {
+  for (const char* name : {"A100-SXM4-40GB", "H100-SXM5-80GB", "A30-24GB", "RTX-PRO-6000-96GB"}) {
     const GpuModel& m = Model(name);
     EnumerateOptions options;
     options.include_empty = true;
@@ -175,12 +186,14 @@ TEST(MigLayoutProperty, RandomLayoutsValidIffEnumerated) {
       // Each kind is reported exactly when its rule, checked here independently, is broken.
       bool bad_start = false, overlap = false, over = false;
       std::vector<int> counts(m.profiles.size(), 0);
-      int media = 0;
+      int media = 0, all_media = 0, with_media = 0;
       for (size_t i = 0; i < l.size(); ++i) {
         const MigProfile& p = m.profiles[l[i].profile];
         bad_start |= std::count(p.starts.begin(), p.starts.end(), l[i].start) == 0;
         over |= ++counts[l[i].profile] > p.max_count;
         media += p.media_extension;
+        all_media += EndsWith(p.name, "+me.all");
+        with_media += !EndsWith(p.name, "-me");
         for (size_t j = 0; j < i; ++j) {
           const int a0 = l[i].start, a1 = a0 + p.memory_slices;
           const int b0 = l[j].start, b1 = b0 + m.profiles[l[j].profile].memory_slices;
@@ -192,14 +205,15 @@ TEST(MigLayoutProperty, RandomLayoutsValidIffEnumerated) {
       EXPECT_EQ(kinds.count(LayoutProblem::Kind::kOverlap) > 0, overlap);
       EXPECT_EQ(kinds.count(LayoutProblem::Kind::kOverCount) > 0, over);
       EXPECT_EQ(kinds.count(LayoutProblem::Kind::kMediaExtension) > 0, media > 1);
+      EXPECT_EQ(kinds.count(LayoutProblem::Kind::kAllMedia) > 0, all_media > 0 && with_media > 1);
       for (const LayoutProblem& p : problems) EXPECT_FALSE(p.message.empty());
     }
-    EXPECT_GT(valid_seen, 400) << name;  // the test must see both outcomes often
+    EXPECT_GT(valid_seen, 300) << name;  // the test must see both outcomes often
   }
 }
 
 TEST(MigLayoutProperty, CanAddIsMaximalAndFreeScoreAgreeWithValidate) {
-  for (const char* name : {"A100-SXM4-40GB", "A30-24GB"}) {
+  for (const char* name : {"A100-SXM4-40GB", "A30-24GB", "RTX-PRO-6000-96GB"}) {
     const GpuModel& m = Model(name);
     EnumerateOptions options;
     options.include_empty = true;
@@ -231,7 +245,7 @@ bool Contains(const MigLayout& layout, const MigLayout& keep) {
 
 TEST(MigLayoutProperty, LayoutForCountsIsValidExactAndBest) {
   std::mt19937 rng(7);
-  for (const char* name : {"A100-SXM4-40GB", "A30-24GB"}) {
+  for (const char* name : {"A100-SXM4-40GB", "A30-24GB", "RTX-PRO-6000-96GB"}) {
     const GpuModel& m = Model(name);
     const auto all = EnumerateLayouts(m, {});
     std::map<std::vector<int>, std::vector<MigLayout>> by_counts;

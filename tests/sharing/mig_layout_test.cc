@@ -101,6 +101,49 @@ TEST(MigLayoutValidate, MessagesNameProfilesAndSlices) {
   EXPECT_EQ(Kinds(over), (std::multiset<Kind>{Kind::kOverCount, Kind::kOverlap}));
 }
 
+// RTX PRO 6000 Blackwell: a +me.all instance takes every media engine, so only -me instances may
+// sit beside it (nvml.h); it also holds the OFA, like +me, so never two of those.
+TEST(MigLayoutValidate, BlackwellMediaEngineRules) {
+  const GpuModel& m = Model("RTX-PRO-6000-96GB");
+  const std::vector<std::vector<std::string>> valid = {
+      {"1g.24gb+me.all@0", "1g.24gb-me@1", "2g.48gb-me@2"},
+      {"2g.48gb+me.all@0", "1g.24gb-me@2", "1g.24gb-me@3"},
+      {"1g.24gb+gfx@0", "1g.24gb+gfx@1", "2g.48gb@2"},
+      {"1g.24gb+me@0", "1g.24gb@1", "1g.24gb+gfx@2", "1g.24gb-me@3"},
+      {"2g.48gb+gfx@0", "2g.48gb-me@2"},
+      {"4g.96gb+gfx@0"},
+  };
+  for (const auto& items : valid) {
+    EXPECT_TRUE(ValidateLayout(m, Layout(m, items)).empty()) << Describe(m, Layout(m, items));
+  }
+  struct Case {
+    std::vector<std::string> layout;
+    std::multiset<Kind> kinds;
+  };
+  const std::vector<Case> cases = {
+      {{"1g.24gb+me.all@0", "1g.24gb@1"}, {Kind::kAllMedia}},
+      {{"2g.48gb+me.all@2", "1g.24gb+gfx@0", "1g.24gb-me@1"}, {Kind::kAllMedia}},
+      {{"1g.24gb+me@0", "2g.48gb+me.all@2"}, {Kind::kMediaExtension, Kind::kAllMedia}},
+      {{"1g.24gb+me.all@0", "2g.48gb+me.all@2"},
+       {Kind::kMediaExtension, Kind::kAllMedia, Kind::kAllMedia}},
+      {{"2g.48gb@1"}, {Kind::kBadPlacement}},
+      {{"4g.96gb@0", "4g.96gb+gfx@0"}, {Kind::kOverlap}},
+  };
+  for (const Case& c : cases) {
+    const MigLayout layout = Layout(m, c.layout);
+    EXPECT_EQ(Kinds(ValidateLayout(m, layout)), c.kinds) << Describe(m, layout);
+  }
+  const auto all = ValidateLayout(m, Layout(m, {"1g.24gb+me.all@0", "1g.24gb@1", "2g.48gb-me@2"}));
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].instances, (std::vector<int>{0, 1}));
+  EXPECT_NE(all[0].message.find("1g.24gb+me.all at slice 0 takes every media engine"), std::string::npos)
+      << all[0].message;
+  EXPECT_NE(all[0].message.find("not 1g.24gb at slice 1"), std::string::npos) << all[0].message;
+  EXPECT_FALSE(CanAdd(m, Layout(m, {"1g.24gb+me.all@0"}), *FindProfile(m, "1g.24gb"), 1));
+  EXPECT_TRUE(CanAdd(m, Layout(m, {"1g.24gb+me.all@0"}), *FindProfile(m, "1g.24gb-me"), 1));
+  EXPECT_FALSE(CanAdd(m, Layout(m, {"1g.24gb+gfx@3"}), *FindProfile(m, "2g.48gb+me.all"), 0));
+}
+
 TEST(MigLayoutValidate, WorkedMultisetsThroughLayoutForCounts) {
   const GpuModel& m = Model("A100-SXM4-40GB");
   using C = std::vector<std::pair<std::string, int>>;
@@ -136,8 +179,18 @@ TEST(MigLayoutEnumerate, CountsPerProfileSet) {
       {"A100-SXM4-40GB", {{}, 2318, 239, 127, 64}},
       {"H100-SXM5-80GB", {{}, 2318, 239, 127, 64}},
       {"B200-180GB", {{}, 2318, 239, 127, 64}},
+      {"GB200-186GB", {{}, 2318, 239, 127, 64}},
+      {"B300-269GB", {{}, 2318, 239, 127, 64}},
+      {"GB300-278GB", {{}, 2318, 239, 127, 64}},
       {"A30-24GB", {{"1g.6gb", "2g.12gb", "4g.24gb"}, 25, 5, 9, 4}},
       {"A30-24GB", {{}, 75, 17, 19, 8}},
+      // docs/mig-layouts.md: RTX PRO 6000 Blackwell.
+      {"RTX-PRO-6000-96GB", {{"1g.24gb", "2g.48gb", "4g.96gb"}, 25, 5, 9, 4}},
+      {"RTX-PRO-6000-96GB",
+       {{"1g.24gb", "1g.24gb+gfx", "2g.48gb", "2g.48gb+gfx", "4g.96gb", "4g.96gb+gfx"}, 122, 38, 31, 16}},
+      {"RTX-PRO-6000-96GB",
+       {{"1g.24gb+me.all", "1g.24gb-me", "2g.48gb+me.all", "2g.48gb-me"}, 74, 16, 18, 7}},
+      {"RTX-PRO-6000-96GB", {{}, 716, 302, 114, 64}},
   };
   for (const auto& [name, row] : rows) {
     const GpuModel& m = Model(name);
@@ -193,6 +246,9 @@ TEST(MigLayoutPrint, SlotStringAndDescribe) {
   EXPECT_EQ(SlotString(h100, b), "ww2211m.");
   EXPECT_EQ(Canonical(a), Layout(h100, {"4g.40gb@0", "2g.20gb@4", "1g.10gb@6"}));
   EXPECT_EQ(SlotString(Model("A30-24GB"), {}), "....");
+  const GpuModel& rtx = Model("RTX-PRO-6000-96GB");
+  EXPECT_EQ(SlotString(rtx, Layout(rtx, {"1g.24gb+me.all@0", "1g.24gb-me@1", "2g.48gb-me@2"})), "annn");
+  EXPECT_EQ(SlotString(rtx, Layout(rtx, {"1g.24gb+gfx@0", "1g.24gb+me@1", "2g.48gb@2"})), "gm22");
 }
 
 TEST(MigLayoutScore, FreeScoreAndMaximality) {

@@ -482,7 +482,9 @@ TEST(MigPartedConfigValidate, GeometryMemoryAndMediaProblems) {
   EXPECT_THAT(one("0x233010DE", "{\"1g.10gb+me\": 2}"), HasSubstr("exceeds the 1"));
   EXPECT_THAT(one("0x233010DE", "{\"1g.5gb\": 1}"),
               HasSubstr("H100-SXM5-80GB: H100-SXM5-80GB has no profile 1g.5gb"));
-  EXPECT_THAT(one("0x2BB510DE", "{\"1g.24gb\": 1}"), HasSubstr("selects no GPU model accel knows"));
+  EXPECT_THAT(one("0x2BB510DE", "{\"1g.24gb+me\": 1, \"2g.48gb+me.all\": 1}"), HasSubstr("media-extension"));
+  EXPECT_THAT(one("0x2BB510DE", "{\"1g.24gb\": 2, \"2g.48gb+me.all\": 1}"),
+              HasSubstr("only -me instances may sit beside it"));
   // A30 +me alone, and the 4-slice geometry.
   EXPECT_TRUE(ValidateText(OneEntry("mig-enabled: true\nmig-devices: {\"2g.12gb+me\": 1, \"1g.6gb\": 2}\n",
                                     "- device-filter: \"0x20B710DE\"\n  devices: all\n"))
@@ -502,6 +504,48 @@ TEST(MigPartedConfigValidate, InvalidExampleReportsEveryConfig) {
                                           "two-two-two-one-one@H100-SXM5-80GB", "a30-two-media@A30-24GB",
                                           "wrong-model@H100-SXM5-80GB", "typo@"));
   for (const ConfigFinding& x : f) EXPECT_GT(x.line, 0) << x.config;
+}
+
+TEST(MigPartedConfigValidate, UnknownDeviceFilterIsAWarningNotAProblem) {
+  std::vector<ConfigFinding> f = ValidateText(
+      OneEntry("mig-enabled: true\nmig-devices: {\"1g.10gb\": 7}\n",
+               "- device-filter: [\"0x12345678\"]\n  devices: all\n"));
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_FALSE(f[0].is_error());
+  EXPECT_FALSE(HasErrors(f));
+  EXPECT_THAT(f[0].message, HasSubstr("0x12345678 is no GPU model accel knows"));
+  EXPECT_THAT(f[0].message, HasSubstr("the entry is not checked"));
+  // One known, one unknown: checked on the known one, a warning for the other.
+  f = ValidateText(OneEntry("mig-enabled: true\nmig-devices: {\"1g.10gb\": 8}\n",
+                            "- device-filter: [\"0x233010DE\", \"0x1FB010DE\"]\n  devices: all\n"));
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_FALSE(f[0].is_error());
+  EXPECT_THAT(f[0].message, HasSubstr("0x1FB010DE is no GPU model accel knows; not checked there"));
+  EXPECT_TRUE(f[1].is_error());
+  EXPECT_EQ(f[1].model, "H100-SXM5-80GB");
+  // Restricted to some models with --gpu, an unknown ID is none of the user's business.
+  EXPECT_TRUE(ValidateText(OneEntry("mig-enabled: true\nmig-devices: {\"1g.10gb\": 7}\n",
+                                    "- device-filter: \"0x12345678\"\n  devices: all\n"),
+                           {&Model("H100-SXM5-80GB")})
+                  .empty());
+}
+
+TEST(MigPartedConfigValidate, OtherBoardNamesAreAcceptedWithAWarning) {
+  // No model prints 7g.189gb; GB200 boards that report 189 GB do: valid, with a warning.
+  std::vector<ConfigFinding> f = ValidateText(OneEntry("mig-enabled: true\nmig-devices: {\"7g.189gb\": 1}\n"));
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_FALSE(f[0].is_error());
+  EXPECT_EQ(f[0].model, "GB200-186GB");
+  EXPECT_THAT(f[0].message, HasSubstr("7g.189gb is what some GB200-186GB boards or drivers call 7g.186gb"));
+  // A filtered entry relying on one: the same warning; too many is still an error.
+  f = ValidateText(OneEntry("mig-enabled: true\nmig-devices: {\"3g.95gb\": 3}\n",
+                            "- device-filter: \"0x294110DE\"\n  devices: all\n"));
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_TRUE(f[0].is_error());
+  EXPECT_THAT(f[0].message, HasSubstr("3 x 3g.93gb exceeds the 2"));
+  // When some model prints the name, the others' board names do not drag them in:
+  // 1g.24gb is H100 NVL's, GH200's and RTX PRO 6000's own name (and early GB200 boards').
+  EXPECT_TRUE(ValidateText(OneEntry("mig-enabled: true\nmig-devices: {\"1g.24gb\": 4}\n")).empty());
 }
 
 TEST(MigPartedConfigValidate, DisabledEntriesAlwaysPass) {
