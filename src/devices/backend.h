@@ -42,6 +42,12 @@ class DeviceBackend {
   /// vendor library blocks. Thread-safe for distinct positions.
   virtual DeviceReading Read(size_t position) = 0;
 
+  /// Asks for readings beyond the default set from now on (ExtraReads); call before the first
+  /// Read, from one thread. May read static facts right away (ExtraReads::identity_details
+  /// fills devices()' brand, InfoROM and library versions). The default does nothing: a backend
+  /// without those readings leaves them absent.
+  virtual void SetExtraReads(const ExtraReads& extra) { (void)extra; }
+
   /// Waits up to `timeout` for health events on any device and returns them (empty on timeout).
   /// Backends without an event channel sleep for `timeout` and return empty.
   virtual std::vector<HealthEvent> WaitEvents(std::chrono::milliseconds timeout) = 0;

@@ -6,6 +6,7 @@
 // or driver does not report it" and must never be exported as 0.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -43,6 +44,60 @@ struct DeviceIdentity {
   std::string driver_version;
   /// Board firmware (VBIOS / FIT) version; empty unknown.
   std::string firmware_version;
+
+  // Read only when asked for (ExtraReads::identity_details); empty otherwise or when unknown.
+  /// Version of the vendor library itself (NVML: nvmlSystemGetNVMLVersion, "12.580.95.05").
+  std::string library_version;
+  /// Product brand (NVML: nvmlDeviceGetBrand as nvidia-smi names it: "NVIDIA", "Tesla", ...).
+  std::string brand;
+  /// InfoROM object versions (NVML: nvmlDeviceGetInforomVersion OEM/ECC/POWER) and the InfoROM
+  /// image version (nvmlDeviceGetInforomImageVersion).
+  std::string inforom_oem_version;
+  std::string inforom_ecc_version;
+  std::string inforom_power_version;
+  std::string inforom_image_version;
+};
+
+/// Why a GPU ran below its requested clocks (NVML nvmlPerfPolicyType_t 0..5, in that order).
+enum class ThrottleReason {
+  kPower,        ///< power capping (NVML_PERF_POLICY_POWER)
+  kThermal,      ///< thermal limits
+  kSyncBoost,    ///< sync boost (GPUs of a group held to the slowest)
+  kBoardLimit,   ///< board limits
+  kLowUtil,      ///< low utilisation
+  kReliability,  ///< board reliability limits
+};
+inline constexpr size_t kThrottleReasons = 6;
+
+/// Readings beyond the default set. Each costs vendor calls per device per pass, so a backend
+/// makes them only when asked (DeviceBackend::SetExtraReads); the default exporter output needs
+/// none of them.
+struct ExtraReads {
+  bool ecc_aggregate = false;     ///< lifetime ECC totals (Sample::ecc_*_aggregate)
+  bool retired_pages = false;     ///< Sample::retired_pages_*
+  bool nvlink_errors = false;     ///< Sample::nvlink_*_errors
+  bool nvlink_per_link = false;   ///< Sample::nvlink_link_mb_per_second
+  bool violations = false;        ///< Sample::violation_ns
+  bool clock_events = false;      ///< Sample::clock_event_reasons
+  bool gpm_more = false;          ///< SM occupancy, FP64/32/16 pipes, NVLink bytes (GPM)
+  bool p2p_status = false;        ///< DeviceReading::p2p
+  bool identity_details = false;  ///< DeviceIdentity library_version, brand, inforom_*
+
+  bool any() const {
+    return ecc_aggregate || retired_pages || nvlink_errors || nvlink_per_link || violations ||
+           clock_events || gpm_more || p2p_status || identity_details;
+  }
+  void Merge(const ExtraReads& o) {
+    ecc_aggregate |= o.ecc_aggregate;
+    retired_pages |= o.retired_pages;
+    nvlink_errors |= o.nvlink_errors;
+    nvlink_per_link |= o.nvlink_per_link;
+    violations |= o.violations;
+    clock_events |= o.clock_events;
+    gpm_more |= o.gpm_more;
+    p2p_status |= o.p2p_status;
+    identity_details |= o.identity_details;
+  }
 };
 
 /// One reading of a device (or of one MIG GPU instance). Every field is optional: absent means
@@ -57,6 +112,13 @@ struct Sample {
   std::optional<double> sm_active;             ///< SM active (GPM 2)
   std::optional<double> tensor_active;         ///< any tensor pipe active (GPM 5)
   std::optional<double> dram_active;           ///< DRAM bandwidth utilization (GPM 10)
+  // GPM, read with ExtraReads::gpm_more.
+  std::optional<double> sm_occupancy;          ///< resident warps / max warps (GPM 3)
+  std::optional<double> fp64_active;           ///< FP64 pipe active (GPM 11)
+  std::optional<double> fp32_active;           ///< FP32 pipe active (GPM 12)
+  std::optional<double> fp16_active;           ///< FP16 pipe active (GPM 13)
+  std::optional<double> nvlink_tx_bytes_per_second;  ///< all links (GPM 61)
+  std::optional<double> nvlink_rx_bytes_per_second;  ///< all links (GPM 60)
 
   // Clocks, MHz.
   std::optional<double> sm_clock_mhz;          ///< SM / GFX / SOC clock
@@ -82,6 +144,14 @@ struct Sample {
   std::optional<double> pcie_tx_bytes_per_second;
   std::optional<double> pcie_rx_bytes_per_second;
   std::optional<double> nvlink_bandwidth_mb_per_second;  ///< all links, tx + rx (DCGM's rate)
+  /// The same rate per link, by link number (ExtraReads::nvlink_per_link); a link that is down
+  /// or unreadable is absent; empty when not read.
+  std::vector<std::optional<double>> nvlink_link_mb_per_second;
+  /// NVLink error counters summed over links (ExtraReads::nvlink_errors).
+  std::optional<uint64_t> nvlink_crc_flit_errors;
+  std::optional<uint64_t> nvlink_crc_data_errors;
+  std::optional<uint64_t> nvlink_replay_errors;
+  std::optional<uint64_t> nvlink_recovery_errors;
 
   // Reliability counters.
   std::optional<uint64_t> ecc_correctable;         ///< volatile single-bit / correctable total
@@ -90,6 +160,20 @@ struct Sample {
   std::optional<uint64_t> remapped_rows_uncorrectable;
   std::optional<bool> row_remap_failure;
   std::optional<bool> row_remap_pending;
+  /// Lifetime ECC totals (ExtraReads::ecc_aggregate).
+  std::optional<uint64_t> ecc_correctable_aggregate;
+  std::optional<uint64_t> ecc_uncorrectable_aggregate;
+  /// Pages retired after single-bit / double-bit errors, and a retirement awaiting reboot
+  /// (ExtraReads::retired_pages; pre-Ampere boards, others remap rows instead).
+  std::optional<uint64_t> retired_pages_sbe;
+  std::optional<uint64_t> retired_pages_dbe;
+  std::optional<bool> retired_pages_pending;
+
+  // Throttling (ExtraReads::violations / clock_events).
+  /// Time spent below requested clocks since the driver loaded, by reason, nanoseconds.
+  std::array<std::optional<uint64_t>, kThrottleReasons> violation_ns;
+  /// Clock-event (throttle) reasons active now, NVML's bit mask (GpuIdle 0x1 ...).
+  std::optional<uint64_t> clock_event_reasons;
 
   /// vGPU license state: 1 licensed, 0 not (0 on bare metal, like DCGM).
   std::optional<int> vgpu_license_status;
@@ -106,9 +190,19 @@ struct MigInstance {
   Sample sample;
 };
 
+/// Peer-to-peer status of one GPU towards another over NVLink (ExtraReads::p2p_status).
+struct PeerStatus {
+  unsigned peer_index = 0;  ///< DeviceIdentity::index of the other GPU
+  /// NVML nvmlGpuP2PStatus_t: 0 OK, 1 chipset not supported, 2 GPU not supported, 3 topology
+  /// not supported, 4 disabled by regkey, 5 not supported, 6 unknown.
+  int status = 6;
+};
+
 /// What one collection pass learned about one device.
 struct DeviceReading {
   Sample sample;
+  /// NVLink P2P status towards every other GPU of the same vendor (read only when asked).
+  std::vector<PeerStatus> p2p;
   /// MIG GPU instances when MIG mode is on (empty otherwise).
   std::vector<MigInstance> mig;
   /// MIG mode currently enabled.

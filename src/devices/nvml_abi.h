@@ -138,6 +138,32 @@ inline constexpr nvmlGridLicenseFeatureCode_t NVML_GRID_LICENSE_FEATURE_CODE_VGP
 
 inline constexpr unsigned int NVML_NVLINK_MAX_LINKS = 36;
 
+// nvmlPerfPolicyType_t values for nvmlDeviceGetViolationStatus.
+inline constexpr nvmlPerfPolicyType_t NVML_PERF_POLICY_POWER = 0;
+inline constexpr nvmlPerfPolicyType_t NVML_PERF_POLICY_RELIABILITY = 5;
+
+/// nvmlDeviceGetNvLinkErrorCounter counters (nvmlNvLinkErrorCounter_t).
+inline constexpr nvmlNvLinkErrorCounter_t NVML_NVLINK_ERROR_DL_REPLAY = 0;
+inline constexpr nvmlNvLinkErrorCounter_t NVML_NVLINK_ERROR_DL_RECOVERY = 1;
+inline constexpr nvmlNvLinkErrorCounter_t NVML_NVLINK_ERROR_DL_CRC_FLIT = 2;
+inline constexpr nvmlNvLinkErrorCounter_t NVML_NVLINK_ERROR_DL_CRC_DATA = 3;
+
+/// nvmlBrandType_t (nvmlDeviceGetBrand): NVML_BRAND_UNKNOWN 0 .. NVML_BRAND_TITAN_RTX 16.
+using nvmlBrandType_t = unsigned int;
+
+/// nvmlInforomObject_t (nvmlDeviceGetInforomVersion).
+using nvmlInforomObject_t = unsigned int;
+inline constexpr nvmlInforomObject_t NVML_INFOROM_OEM = 0;
+inline constexpr nvmlInforomObject_t NVML_INFOROM_ECC = 1;
+inline constexpr nvmlInforomObject_t NVML_INFOROM_POWER = 2;
+
+/// nvmlGpuP2PCapsIndex_t and nvmlGpuP2PStatus_t (nvmlDeviceGetP2PStatus).
+using nvmlGpuP2PCapsIndex_t = unsigned int;
+inline constexpr nvmlGpuP2PCapsIndex_t NVML_P2P_CAPS_INDEX_NVLINK = 2;
+using nvmlGpuP2PStatus_t = unsigned int;
+inline constexpr nvmlGpuP2PStatus_t NVML_P2P_STATUS_OK = 0;
+inline constexpr nvmlGpuP2PStatus_t NVML_P2P_STATUS_UNKNOWN = 6;
+
 /// What sits at the far end of an NVLink (nvmlDeviceGetNvLinkRemoteDeviceType).
 using nvmlIntNvLinkDeviceType_t = unsigned int;
 inline constexpr nvmlIntNvLinkDeviceType_t NVML_NVLINK_DEVICE_TYPE_GPU = 0x00;
@@ -162,6 +188,13 @@ inline constexpr unsigned int NVML_FI_DEV_ECC_SBE_VOL_TOTAL = 3;
 inline constexpr unsigned int NVML_FI_DEV_ECC_DBE_VOL_TOTAL = 4;
 inline constexpr unsigned int NVML_FI_DEV_ECC_SBE_AGG_TOTAL = 5;
 inline constexpr unsigned int NVML_FI_DEV_ECC_DBE_AGG_TOTAL = 6;
+inline constexpr unsigned int NVML_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL = 38;
+inline constexpr unsigned int NVML_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL = 45;
+inline constexpr unsigned int NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL = 52;
+inline constexpr unsigned int NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL = 59;
+/// Throttle time per perf policy, ns: POWER 74, THERMAL 75, SYNC_BOOST 76, BOARD_LIMIT 77,
+/// LOW_UTILIZATION 78, RELIABILITY 79 (what DCGM reads for DCGM_FI_DEV_*_VIOLATION).
+inline constexpr unsigned int NVML_FI_DEV_PERF_POLICY_POWER = 74;
 inline constexpr unsigned int NVML_FI_DEV_MEMORY_TEMP = 82;
 inline constexpr unsigned int NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION = 83;
 inline constexpr unsigned int NVML_FI_DEV_PCIE_REPLAY_COUNTER = 94;
@@ -183,6 +216,9 @@ inline constexpr unsigned int NVML_GPM_METRIC_SM_UTIL = 2;
 inline constexpr unsigned int NVML_GPM_METRIC_SM_OCCUPANCY = 3;
 inline constexpr unsigned int NVML_GPM_METRIC_ANY_TENSOR_UTIL = 5;
 inline constexpr unsigned int NVML_GPM_METRIC_DRAM_BW_UTIL = 10;
+inline constexpr unsigned int NVML_GPM_METRIC_FP64_UTIL = 11;
+inline constexpr unsigned int NVML_GPM_METRIC_FP32_UTIL = 12;
+inline constexpr unsigned int NVML_GPM_METRIC_FP16_UTIL = 13;
 inline constexpr unsigned int NVML_GPM_METRIC_PCIE_TX_PER_SEC = 20;
 inline constexpr unsigned int NVML_GPM_METRIC_PCIE_RX_PER_SEC = 21;
 inline constexpr unsigned int NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC = 60;
@@ -199,6 +235,8 @@ inline constexpr unsigned int NVML_DEVICE_NAME_V2_BUFFER_SIZE = 96;
 inline constexpr unsigned int NVML_DEVICE_SERIAL_BUFFER_SIZE = 30;
 inline constexpr unsigned int NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE = 80;
 inline constexpr unsigned int NVML_DEVICE_VBIOS_VERSION_BUFFER_SIZE = 32;
+inline constexpr unsigned int NVML_DEVICE_INFOROM_VERSION_BUFFER_SIZE = 16;
+inline constexpr unsigned int NVML_SYSTEM_NVML_VERSION_BUFFER_SIZE = 80;
 inline constexpr unsigned int NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE = 32;
 inline constexpr unsigned int NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE = 16;
 inline constexpr unsigned int NVML_GRID_LICENSE_BUFFER_SIZE = 128;
@@ -471,6 +509,12 @@ static_assert(offsetof(nvmlGpmMetricsGet_t, sample1) == 8 && offsetof(nvmlGpmMet
   X(nvmlDeviceGetVbiosVersion, (nvmlDevice_t device, char* version, unsigned int length))         \
   X(nvmlDeviceGetPciInfo_v3, (nvmlDevice_t device, nvmlPciInfo_t* pci))                           \
   X(nvmlDeviceGetPersistenceMode, (nvmlDevice_t device, nvmlEnableState_t* mode))                 \
+  X(nvmlDeviceGetBrand, (nvmlDevice_t device, nvmlBrandType_t* type))                             \
+  X(nvmlDeviceGetInforomVersion,                                                                  \
+    (nvmlDevice_t device, nvmlInforomObject_t object, char* version, unsigned int length))        \
+  X(nvmlDeviceGetInforomImageVersion, (nvmlDevice_t device, char* version, unsigned int length))  \
+  X(nvmlDeviceGetP2PStatus, (nvmlDevice_t device1, nvmlDevice_t device2,                          \
+                             nvmlGpuP2PCapsIndex_t p2pIndex, nvmlGpuP2PStatus_t* p2pStatus))     \
   X(nvmlDeviceGetUtilizationRates, (nvmlDevice_t device, nvmlUtilization_t* utilization))         \
   X(nvmlDeviceGetEncoderUtilization,                                                              \
     (nvmlDevice_t device, unsigned int* utilization, unsigned int* samplingPeriodUs))             \

@@ -1,11 +1,12 @@
 // Internals of the NVIDIA backend (OpenNvml in backend.h): the dlsym table, per-device state and
 // the readers split over nvml_*.cc. Nothing outside src/devices/nvml_*.cc includes this header.
 //
-// Thread-safety: NvmlApi is immutable after Load(). Each NvmlDeviceState is guarded by its own
+// Thread-safety: the session's NvmlApi is immutable. Each NvmlDeviceState is guarded by its own
 // mutex, held for a whole Read() of that device, so reads of distinct devices never contend
 // (and a call hung in the driver blocks only its own device).
 #pragma once
 
+#include <array>
 #include <bitset>
 #include <chrono>
 #include <functional>
@@ -17,36 +18,9 @@
 
 #include "devices/backend.h"
 #include "devices/nvml_abi.h"
-#include "devices/shared_library.h"
+#include "devices/nvml_session.h"
 
 namespace accel::devices {
-
-/// The library names OpenNvml (and OpenNvmlMigControl) try when none is given: the soname, then
-/// where container toolkits and the GPU Operator's driver container put it.
-const std::vector<std::string>& NvmlDefaultCandidates();
-
-/// Every NVML function accel may call; a member is null when the library does not export it.
-struct NvmlApi {
-#define ACCEL_NVML_MEMBER(name, params) nvml::name##_fn* name = nullptr;
-  ACCEL_NVML_FUNCTIONS(ACCEL_NVML_MEMBER)
-#undef ACCEL_NVML_MEMBER
-  nvml::nvmlErrorString_fn* nvmlErrorString = nullptr;
-
-  /// Resolves every symbol in `library`. Returns the required ones that are missing (empty on
-  /// success); optional ones simply stay null.
-  std::vector<std::string> Load(const SharedLibrary& library);
-  /// nvmlErrorString(rc), or "NVML error <rc>" when the library cannot say.
-  std::string ErrorString(nvml::nvmlReturn_t rc) const;
-};
-
-/// Opens the NVML library at `library_path`, initialises it, and calls visit(api, handle, i) for
-/// each of `pci_addresses` NVML finds by bus id; shuts NVML down again. Returns false, calling
-/// nothing, when the library does not load, `usable(api)` says a needed symbol is missing, or
-/// init fails. For one-shot queries beside a running backend (init is reference counted).
-bool ForEachNvmlDevice(const std::string& library_path,
-                       const std::vector<std::string>& pci_addresses,
-                       const std::function<bool(const NvmlApi&)>& usable,
-                       const std::function<void(const NvmlApi&, nvml::nvmlDevice_t, size_t)>& visit);
 
 /// One thing a device may not support. Once NVML says NOT_SUPPORTED / FUNCTION_NOT_FOUND (or the
 /// symbol is missing) the slot is remembered and never asked again.
@@ -83,8 +57,28 @@ enum class NvmlSlot : unsigned {
   kMigMemoryV2,
   kMigMemoryV1,
   kMigGpm,
+  // Opt-in readings (ExtraReads).
+  kEccAggCorrected,
+  kEccAggUncorrected,
+  kRetiredSbe,
+  kRetiredDbe,
+  kRetiredPending,
+  kViolationPower,  ///< + ThrottleReason: one slot per perf policy (nvmlDeviceGetViolationStatus)
+  kViolationLast = kViolationPower + kThrottleReasons - 1,
+  kFieldViolationPower,  ///< + ThrottleReason: field values 74..79 when the call is refused
+  kFieldViolationLast = kFieldViolationPower + kThrottleReasons - 1,
+  kClockEvents,
+  kFieldNvlinkCrcFlit,
+  kFieldNvlinkCrcData,
+  kFieldNvlinkReplay,
+  kFieldNvlinkRecovery,
+  kNvlinkErrorCounter,  ///< per-link nvmlDeviceGetNvLinkErrorCounter when the fields are refused
+  kP2p,
   kCount
 };
+
+/// NVLink links DCGM names per-link fields for (DCGM_FI_DEV_NVLINK_BANDWIDTH_L0 .. L17).
+inline constexpr unsigned kNvlinkFieldLinks = 18;
 
 /// Two GPM sample buffers: the previous one and the one being taken. Metrics need both.
 struct NvmlGpmPair {
@@ -111,6 +105,9 @@ struct NvmlDeviceState {
   /// NVLink TX+RX KiB counter at the previous read, and when it was taken (microseconds).
   std::optional<uint64_t> nvlink_kib;
   int64_t nvlink_at_us = 0;
+  /// The same per link (ExtraReads::nvlink_per_link).
+  std::array<std::optional<uint64_t>, kNvlinkFieldLinks> link_kib;
+  std::array<int64_t, kNvlinkFieldLinks> link_at_us{};
   bool gpm_supported = false;  ///< nvmlGpmQueryDeviceSupport said yes (asked once)
   NvmlGpmPair gpm;
   std::map<unsigned, NvmlGpmPair> mig_gpm;  ///< by GPU-instance id
@@ -124,10 +121,13 @@ struct NvmlDeviceState {
 /// an error line for the reading. Not shared between threads.
 class NvmlReadContext {
  public:
-  NvmlReadContext(const NvmlApi& api, NvmlDeviceState& device, DeviceReading& reading)
-      : api_(api), device_(device), reading_(reading) {}
+  NvmlReadContext(const NvmlApi& api, const ExtraReads& extra, NvmlDeviceState& device,
+                  DeviceReading& reading)
+      : api_(api), extra_(extra), device_(device), reading_(reading) {}
 
   const NvmlApi& api() const { return api_; }
+  /// What to read beyond the default set.
+  const ExtraReads& extra() const { return extra_; }
   NvmlDeviceState& device() { return device_; }
   DeviceReading& reading() { return reading_; }
   nvml::nvmlDevice_t handle() const { return device_.handle; }
@@ -149,6 +149,7 @@ class NvmlReadContext {
 
  private:
   const NvmlApi& api_;
+  const ExtraReads& extra_;
   NvmlDeviceState& device_;
   DeviceReading& reading_;
 };
@@ -162,7 +163,8 @@ bool AskNvml(NvmlReadContext& ctx, NvmlSlot slot, const char* name, Function* fu
 #define ACCEL_NVML_ASK(ctx, slot, function, ...) \
   ::accel::devices::AskNvml(ctx, slot, #function, (ctx).api().function, __VA_ARGS__)
 
-/// Fills the GPU-wide part of ctx.reading().sample (everything but GPM). nvml_sample.cc.
+/// Fills the GPU-wide part of ctx.reading().sample (everything but GPM), the opt-in parts when
+/// ctx.extra() asks for them. nvml_sample.cc.
 void ReadGpuSample(NvmlReadContext& ctx);
 /// Fills memory_* of `sample` from `handle` (a GPU or MIG handle): nvmlDeviceGetMemoryInfo_v2,
 /// falling back to v1 (no reserved) when v2 is missing or refused.
@@ -170,7 +172,8 @@ void ReadMemory(NvmlReadContext& ctx, nvml::nvmlDevice_t handle, NvmlSlot v2, Nv
                 Sample* sample);
 
 /// Takes a GPM sample into `pair` (whole GPU when `gpu_instance` is empty, else that GI) and, from
-/// the second call on, fills the GPM ratios and PCIe rates of `sample`. nvml_gpm.cc.
+/// the second call on, fills the GPM ratios and PCIe rates of `sample` (and SM occupancy, the
+/// FP pipes and NVLink bytes when ctx.extra().gpm_more). nvml_gpm.cc.
 void ReadGpm(NvmlReadContext& ctx, NvmlGpmPair* pair, std::optional<unsigned> gpu_instance,
              NvmlSlot slot, Sample* sample);
 /// Frees both buffers of `pair`.
@@ -178,6 +181,15 @@ void FreeGpm(const NvmlApi& api, NvmlGpmPair* pair);
 
 /// Fills mig_enabled and mig[] of ctx.reading(). nvml_mig.cc.
 void ReadMig(NvmlReadContext& ctx);
+
+/// Fills ctx.reading().p2p: nvmlDeviceGetP2PStatus(NVLINK) towards each of `peers` (handle,
+/// DeviceIdentity::index); a peer NVML refuses is left out. nvml_sample.cc.
+void ReadP2p(NvmlReadContext& ctx,
+             const std::vector<std::pair<nvml::nvmlDevice_t, unsigned>>& peers);
+
+/// Fills the identity_details part of `id` (NVML version, brand, InfoROM versions) for the GPU
+/// at `handle`; what NVML refuses stays empty. nvml_sample.cc.
+void ReadIdentityDetails(const NvmlApi& api, nvml::nvmlDevice_t handle, DeviceIdentity* id);
 
 /// The XID event channel: one event set for every device that supports XidCriticalError.
 /// WaitEvents is called from one thread at a time (serialised inside). nvml_events.cc.
@@ -205,29 +217,28 @@ class NvmlEvents {
   int consecutive_errors_ = 0;
 };
 
-/// The DeviceBackend over a loaded, initialised NVML. nvml_backend.cc.
+/// The DeviceBackend over an initialised NVML session. nvml_backend.cc.
 class NvmlBackend : public DeviceBackend {
  public:
-  /// Takes over `library` (already loaded); initialises NVML and enumerates devices.
-  /// Throws BackendError when a required symbol is missing or init fails.
-  explicit NvmlBackend(std::unique_ptr<SharedLibrary> library);
-  ~NvmlBackend() override;  ///< frees GPM samples and the event set, then nvmlShutdown
+  /// Takes over `session` (initialised) and enumerates devices. Throws BackendError when NVML
+  /// cannot count the devices.
+  explicit NvmlBackend(std::unique_ptr<NvmlSession> session);
+  ~NvmlBackend() override;  ///< frees GPM samples and the event set; the session shuts NVML down
 
   Vendor vendor() const override { return Vendor::kNvidia; }
-  const std::string& library_path() const override { return library_->path(); }
+  const std::string& library_path() const override { return session_->path(); }
   const std::string& driver_version() const override { return driver_version_; }
   const std::vector<DeviceIdentity>& devices() const override { return identities_; }
   DeviceReading Read(size_t position) override;
   std::vector<HealthEvent> WaitEvents(std::chrono::milliseconds timeout) override;
+  void SetExtraReads(const ExtraReads& extra) override;
 
  private:
-  void Init();
+  const NvmlApi& api() const { return session_->api(); }
   void Enumerate();
-  std::string Fail(const std::string& call, nvml::nvmlReturn_t rc, const std::string& hint) const;
 
-  std::unique_ptr<SharedLibrary> library_;
-  NvmlApi api_;
-  bool initialised_ = false;
+  std::unique_ptr<NvmlSession> session_;  ///< first member: destroyed last
+  ExtraReads extra_;  ///< what Read() fetches beyond the default set (set before collecting)
   std::string driver_version_;
   std::vector<DeviceIdentity> identities_;
   std::vector<std::unique_ptr<NvmlDeviceState>> states_;  ///< parallel to identities_

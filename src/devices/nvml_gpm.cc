@@ -14,6 +14,12 @@ const unsigned kMetricIds[] = {
     NVML_GPM_METRIC_GRAPHICS_UTIL, NVML_GPM_METRIC_SM_UTIL,         NVML_GPM_METRIC_ANY_TENSOR_UTIL,
     NVML_GPM_METRIC_DRAM_BW_UTIL,  NVML_GPM_METRIC_PCIE_TX_PER_SEC, NVML_GPM_METRIC_PCIE_RX_PER_SEC,
 };
+// Asked for only with ExtraReads::gpm_more (DCGM's opt-in DCP fields).
+const unsigned kMoreMetricIds[] = {
+    NVML_GPM_METRIC_SM_OCCUPANCY, NVML_GPM_METRIC_FP64_UTIL, NVML_GPM_METRIC_FP32_UTIL,
+    NVML_GPM_METRIC_FP16_UTIL,    NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC,
+    NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC,
+};
 constexpr double kBytesPerMiB = 1048576.0;
 
 void Apply(const nvmlGpmMetric_t& m, Sample* s) {
@@ -28,6 +34,16 @@ void Apply(const nvmlGpmMetric_t& m, Sample* s) {
       break;
     case NVML_GPM_METRIC_PCIE_RX_PER_SEC:
       s->pcie_rx_bytes_per_second = m.value * kBytesPerMiB;
+      break;
+    case NVML_GPM_METRIC_SM_OCCUPANCY: s->sm_occupancy = m.value / 100.0; break;
+    case NVML_GPM_METRIC_FP64_UTIL: s->fp64_active = m.value / 100.0; break;
+    case NVML_GPM_METRIC_FP32_UTIL: s->fp32_active = m.value / 100.0; break;
+    case NVML_GPM_METRIC_FP16_UTIL: s->fp16_active = m.value / 100.0; break;
+    case NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC:
+      s->nvlink_rx_bytes_per_second = m.value * kBytesPerMiB;
+      break;
+    case NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC:
+      s->nvlink_tx_bytes_per_second = m.value * kBytesPerMiB;
       break;
   }
 }
@@ -84,12 +100,16 @@ void ReadGpm(NvmlReadContext& ctx, NvmlGpmPair* pair, std::optional<unsigned> gp
     // ~13 KB: the full 13.3 array, so a library that ever writes past numMetrics stays in bounds.
     static thread_local nvmlGpmMetricsGet_t request;
     request.version = NVML_GPM_METRICS_GET_VERSION;
-    request.numMetrics = std::size(kMetricIds);
+    request.numMetrics = 0;
     request.sample1 = pair->previous;
     request.sample2 = pair->current;
-    for (unsigned i = 0; i < request.numMetrics; ++i) {
-      request.metrics[i] = nvmlGpmMetric_t{};
-      request.metrics[i].metricId = kMetricIds[i];
+    auto add = [&](unsigned id) {
+      request.metrics[request.numMetrics] = nvmlGpmMetric_t{};
+      request.metrics[request.numMetrics++].metricId = id;
+    };
+    for (unsigned id : kMetricIds) add(id);
+    if (ctx.extra().gpm_more) {
+      for (unsigned id : kMoreMetricIds) add(id);
     }
     if (ctx.Check(slot, "nvmlGpmMetricsGet", api.nvmlGpmMetricsGet(&request))) {
       for (unsigned i = 0; i < request.numMetrics; ++i) Apply(request.metrics[i], sample);

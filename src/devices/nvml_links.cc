@@ -2,10 +2,10 @@
 
 #include <cstdio>
 #include <cstring>
-#include <functional>
+#include <memory>
 #include <set>
 
-#include "devices/nvml_backend.h"
+#include "devices/nvml_session.h"
 #include "devices/topology_join.h"
 
 namespace accel::devices {
@@ -59,16 +59,17 @@ std::vector<PeerLink> GpuLinks(const NvmlApi& api, nvmlDevice_t handle,
 
 void ReadAll(const std::string& library_path, const std::vector<std::string>& pci_addresses,
              std::vector<std::vector<PeerLink>>* out) {
+  std::unique_ptr<NvmlSession> session = TryNvmlSession(library_path, [](const NvmlApi& api) {
+    return api.nvmlDeviceGetNvLinkState && api.nvmlDeviceGetNvLinkRemotePciInfo_v2;
+  });
+  if (!session) return;
   std::set<std::string> gpus;
   for (const std::string& address : pci_addresses) gpus.insert(CanonicalPciAddress(address));
-  ForEachNvmlDevice(
-      library_path, pci_addresses,
-      [](const NvmlApi& api) {
-        return api.nvmlDeviceGetNvLinkState && api.nvmlDeviceGetNvLinkRemotePciInfo_v2;
-      },
-      [&](const NvmlApi& api, nvmlDevice_t handle, size_t i) {
-        (*out)[i] = GpuLinks(api, handle, gpus);
-      });
+  for (size_t i = 0; i < pci_addresses.size(); ++i) {
+    if (nvmlDevice_t handle = session->DeviceAt(pci_addresses[i])) {
+      (*out)[i] = GpuLinks(session->api(), handle, gpus);
+    }
+  }
 }
 
 }  // namespace
@@ -85,47 +86,20 @@ std::vector<std::vector<PeerLink>> ReadNvmlPeerLinks(const std::string& library_
   return links;
 }
 
-bool ForEachNvmlDevice(const std::string& library_path,
-                       const std::vector<std::string>& pci_addresses,
-                       const std::function<bool(const NvmlApi&)>& usable,
-                       const std::function<void(const NvmlApi&, nvmlDevice_t, size_t)>& visit) {
-  if (library_path.empty()) return false;  // dlopen("") would be the program itself
-  SharedLibrary library({library_path});
-  if (!library.ok()) return false;
-  NvmlApi api;
-  if (!api.Load(library).empty() || !api.nvmlDeviceGetHandleByPciBusId_v2 || !usable(api)) {
-    return false;
-  }
-  if (api.nvmlInit_v2() != NVML_SUCCESS) return false;
-  struct Shutdown {
-    const NvmlApi& api;
-    ~Shutdown() { api.nvmlShutdown(); }
-  } shutdown{api};
-  for (size_t i = 0; i < pci_addresses.size(); ++i) {
-    std::string canonical = CanonicalPciAddress(pci_addresses[i]);
-    nvmlDevice_t handle = nullptr;
-    if (canonical.empty() || api.nvmlDeviceGetHandleByPciBusId_v2(
-                                 NvmlPciBusId(canonical).c_str(), &handle) != NVML_SUCCESS) {
-      continue;
-    }
-    visit(api, handle, i);
-  }
-  return true;
-}
-
 std::vector<int> ReadNvmlPersistenceModes(const std::string& library_path,
                                           const std::vector<std::string>& pci_addresses) {
   std::vector<int> modes(pci_addresses.size(), -1);
   try {
-    ForEachNvmlDevice(
-        library_path, pci_addresses,
-        [](const NvmlApi& api) { return api.nvmlDeviceGetPersistenceMode != nullptr; },
-        [&](const NvmlApi& api, nvmlDevice_t handle, size_t i) {
-          nvmlEnableState_t mode = NVML_FEATURE_DISABLED;
-          if (api.nvmlDeviceGetPersistenceMode(handle, &mode) == NVML_SUCCESS) {
-            modes[i] = mode == NVML_FEATURE_ENABLED ? 1 : 0;
-          }
-        });
+    std::unique_ptr<NvmlSession> session = TryNvmlSession(
+        library_path, [](const NvmlApi& api) { return api.nvmlDeviceGetPersistenceMode != nullptr; });
+    if (!session) return modes;
+    for (size_t i = 0; i < pci_addresses.size(); ++i) {
+      nvmlDevice_t handle = session->DeviceAt(pci_addresses[i]);
+      nvmlEnableState_t mode = NVML_FEATURE_DISABLED;
+      if (handle && session->api().nvmlDeviceGetPersistenceMode(handle, &mode) == NVML_SUCCESS) {
+        modes[i] = mode == NVML_FEATURE_ENABLED ? 1 : 0;
+      }
+    }
   } catch (...) {
     return std::vector<int>(pci_addresses.size(), -1);
   }

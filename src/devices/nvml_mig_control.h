@@ -9,29 +9,24 @@
 #include <vector>
 
 #include "devices/mig_control.h"
-#include "devices/nvml_backend.h"
+#include "devices/nvml_session.h"
 
 namespace accel::devices {
 
-/// One loaded and initialised NVML shared by the GPUs of one OpenNvmlMigControl call; the last
-/// owner's destruction calls nvmlShutdown. Immutable after construction.
+/// The NVML session (nvml_session.h) shared by the GPUs of one OpenNvmlMigControl call, with MIG
+/// control's error wording; the last owner's destruction shuts NVML down. Immutable.
 class NvmlMigSession {
  public:
-  /// Resolves the symbols (the backend's required ones plus the MIG control ones) and calls
-  /// nvmlInit_v2. Throws BackendError naming what is missing or why init failed.
-  explicit NvmlMigSession(std::unique_ptr<SharedLibrary> library);
-  ~NvmlMigSession();
-  NvmlMigSession(const NvmlMigSession&) = delete;
-  NvmlMigSession& operator=(const NvmlMigSession&) = delete;
+  /// Takes over an initialised session that has the MIG control symbols.
+  explicit NvmlMigSession(std::unique_ptr<NvmlSession> session) : session_(std::move(session)) {}
 
-  const NvmlApi& api() const { return api_; }
+  const NvmlApi& api() const { return session_->api(); }
   /// Throws BackendError "NVML (<path>) GPU <gpu>: <call> failed: <NVML text>" unless SUCCESS.
   void Check(unsigned gpu, const char* call, nvml::nvmlReturn_t rc) const;
   [[noreturn]] void Fail(unsigned gpu, const std::string& what) const;
 
  private:
-  std::unique_ptr<SharedLibrary> library_;
-  NvmlApi api_;
+  std::unique_ptr<NvmlSession> session_;
 };
 
 /// MigControl over one NVML device handle. nvml_mig_control.cc.

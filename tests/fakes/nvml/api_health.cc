@@ -31,6 +31,23 @@ const FieldInfo kFields[] = {
     {NVML_FI_DEV_REMAPPED_PENDING, "remap_pending", NVML_VALUE_TYPE_UNSIGNED_INT},
     {NVML_FI_DEV_REMAPPED_FAILURE, "remap_failure", NVML_VALUE_TYPE_UNSIGNED_INT},
     {NVML_FI_DEV_POWER_INSTANT, "power_instant_mw", NVML_VALUE_TYPE_UNSIGNED_INT},
+    {NVML_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL, "nvlink_crc_flit_errors",
+     NVML_VALUE_TYPE_UNSIGNED_LONG_LONG},
+    {NVML_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL, "nvlink_crc_data_errors",
+     NVML_VALUE_TYPE_UNSIGNED_LONG_LONG},
+    {NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL, "nvlink_replay_errors",
+     NVML_VALUE_TYPE_UNSIGNED_LONG_LONG},
+    {NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL, "nvlink_recovery_errors",
+     NVML_VALUE_TYPE_UNSIGNED_LONG_LONG},
+    {NVML_FI_DEV_PERF_POLICY_POWER + 0, "violation_power_ns", NVML_VALUE_TYPE_UNSIGNED_LONG_LONG},
+    {NVML_FI_DEV_PERF_POLICY_POWER + 1, "violation_thermal_ns", NVML_VALUE_TYPE_UNSIGNED_LONG_LONG},
+    {NVML_FI_DEV_PERF_POLICY_POWER + 2, "violation_sync_boost_ns",
+     NVML_VALUE_TYPE_UNSIGNED_LONG_LONG},
+    {NVML_FI_DEV_PERF_POLICY_POWER + 3, "violation_board_limit_ns",
+     NVML_VALUE_TYPE_UNSIGNED_LONG_LONG},
+    {NVML_FI_DEV_PERF_POLICY_POWER + 4, "violation_low_util_ns", NVML_VALUE_TYPE_UNSIGNED_LONG_LONG},
+    {NVML_FI_DEV_PERF_POLICY_POWER + 5, "violation_reliability_ns",
+     NVML_VALUE_TYPE_UNSIGNED_LONG_LONG},
 };
 
 const char* EccMetric(nvmlMemoryErrorType_t type, nvmlEccCounterType_t counter) {
@@ -177,6 +194,37 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkErrorCounter(nvmlDevice_t devic
                                          "nvlink_crc_flit_errors", "nvlink_crc_data_errors"};
   if (link >= kNvLinkSlots || counter >= std::size(kMetrics)) return NVML_ERROR_INVALID_ARGUMENT;
   return GetMetric("nvmlDeviceGetNvLinkErrorCounter", device, kMetrics[counter], counterValue);
+}
+
+// NVLINK status between two configured GPUs: OK when both have an active link (to each other
+// or into an NVSwitch fabric), NOT_SUPPORTED (5) otherwise; other capabilities answer OK.
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetP2PStatus(nvmlDevice_t device1, nvmlDevice_t device2,
+                                                     nvmlGpuP2PCapsIndex_t p2pIndex,
+                                                     nvmlGpuP2PStatus_t* p2pStatus) {
+  if (!p2pStatus) return NVML_ERROR_INVALID_ARGUMENT;
+  DeviceCall call("nvmlDeviceGetP2PStatus", device1);
+  if (call.rc() != NVML_SUCCESS) return call.rc();
+  int other = -1, mig = -1;
+  if (!DecodeDevice(device2, &other, &mig) || mig >= 0 || other == call.position()) {
+    return NVML_ERROR_INVALID_ARGUMENT;
+  }
+  if (p2pIndex != NVML_P2P_CAPS_INDEX_NVLINK) {
+    *p2pStatus = NVML_P2P_STATUS_OK;
+    return NVML_SUCCESS;
+  }
+  auto has_nvlink = [](Device& dev) {
+    if (dev.nvlink_peers) {
+      for (unsigned link = 0; link < dev.nvlink_peers->size(); ++link) {
+        if (ActivePeer(dev, link)) return true;
+      }
+      return false;
+    }
+    std::optional<double> links = ReadValue(dev.metrics, "nvlink_links");
+    return links && *links > 0;
+  };
+  Device& peer = Global().config.devices[other];
+  *p2pStatus = has_nvlink(call.device()) && has_nvlink(peer) ? NVML_P2P_STATUS_OK : 5;
+  return NVML_SUCCESS;
 }
 
 FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int valuesCount,

@@ -219,3 +219,34 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetGridLicensableFeatures_v4(
   std::snprintf(f.productName, sizeof f.productName, "NVIDIA Virtual Compute Server");
   return NVML_SUCCESS;
 }
+
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetBrand(nvmlDevice_t device, nvmlBrandType_t* type) {
+  if (!type) return NVML_ERROR_INVALID_ARGUMENT;
+  DeviceCall call("nvmlDeviceGetBrand", device);
+  if (call.rc() != NVML_SUCCESS) return call.rc();
+  *type = static_cast<nvmlBrandType_t>(call.Metric("brand").value_or(14));  // NVML_BRAND_NVIDIA
+  return NVML_SUCCESS;
+}
+
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetInforomVersion(nvmlDevice_t device,
+                                                          nvmlInforomObject_t object,
+                                                          char* version, unsigned int length) {
+  if (!version || object > NVML_INFOROM_POWER) return NVML_ERROR_INVALID_ARGUMENT;
+  DeviceCall call("nvmlDeviceGetInforomVersion", device);
+  if (call.rc() != NVML_SUCCESS) return call.rc();
+  const Device& dev = call.device();
+  const std::string& text = object == NVML_INFOROM_OEM   ? dev.inforom_oem
+                            : object == NVML_INFOROM_ECC ? dev.inforom_ecc
+                                                         : dev.inforom_power;
+  if (text.empty()) return NVML_ERROR_NOT_SUPPORTED;
+  return CopyString(text, version, length);
+}
+
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetInforomImageVersion(nvmlDevice_t device, char* version,
+                                                               unsigned int length) {
+  if (!version) return NVML_ERROR_INVALID_ARGUMENT;
+  DeviceCall call("nvmlDeviceGetInforomImageVersion", device);
+  if (call.rc() != NVML_SUCCESS) return call.rc();
+  if (call.device().inforom_image.empty()) return NVML_ERROR_NOT_SUPPORTED;
+  return CopyString(call.device().inforom_image, version, length);
+}

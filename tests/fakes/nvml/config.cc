@@ -68,6 +68,7 @@ const std::set<std::string> kDeviceMetrics = {
     "violation_board_limit_ns",
     "violation_low_util_ns",
     "violation_reliability_ns",
+    "brand",
 };
 const std::set<std::string> kMigMetrics = {"memory_total_mib", "memory_used_mib",
                                            "memory_reserved_mib"};
@@ -462,14 +463,22 @@ std::vector<T> ParseList(const json& object, const char* key, const std::string&
 Device ParseDevice(const json& d, const std::string& path, unsigned position) {
   CheckKeys(d, path,
             {"uuid", "name", "pci_bus_id", "pci_device_id", "pci_subsystem_id", "serial", "minor",
-             "vbios_version", "metrics", "not_supported", "gpm", "mig", "faults", "events",
-             "supported_event_types", "processes", "nvlink_peers"});
+             "vbios_version", "inforom", "metrics", "not_supported", "gpm", "mig", "faults",
+             "events", "supported_event_types", "processes", "nvlink_peers"});
   Device dev;
   dev.uuid = String(d, "uuid", path);
   dev.name = String(d, "name", path, "NVIDIA H100 80GB HBM3");
   dev.pci_bus_id = String(d, "pci_bus_id", path);
   dev.serial = String(d, "serial", path, "");
   dev.vbios = String(d, "vbios_version", path, "96.00.99.00.01");
+  if (d.contains("inforom")) {
+    const std::string at = path + ".inforom";
+    CheckKeys(d["inforom"], at, {"oem", "ecc", "power", "image"});
+    dev.inforom_oem = String(d["inforom"], "oem", at, dev.inforom_oem);
+    dev.inforom_ecc = String(d["inforom"], "ecc", at, dev.inforom_ecc);
+    dev.inforom_power = String(d["inforom"], "power", at, dev.inforom_power);
+    dev.inforom_image = String(d["inforom"], "image", at, dev.inforom_image);
+  }
   dev.minor = Unsigned(d, "minor", path, position);
   dev.pci_device_id = Unsigned(d, "pci_device_id", path, 0x233010DE);
   dev.pci_subsystem_id = Unsigned(d, "pci_subsystem_id", path, 0x16C110DE);

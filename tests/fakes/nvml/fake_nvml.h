@@ -112,6 +112,9 @@ struct Process {
 
 struct Device {
   std::string uuid, name, pci_bus_id, serial, vbios;
+  /// InfoROM versions ("inforom" in the config); an empty one answers NOT_SUPPORTED.
+  std::string inforom_oem = "2.1", inforom_ecc = "7.16", inforom_power,
+              inforom_image = "G520.0200.00.05";
   unsigned minor = 0;
   unsigned pci_device_id = 0x233010DE;
   unsigned pci_subsystem_id = 0x16C110DE;
