@@ -126,6 +126,8 @@ AgentConfig ParseAgentConfig(const std::string& yaml, const std::string& source)
             })
             .On("podResourcesSocket", str(&c.exporter.pod_resources_socket))
             .On("podRefreshInterval", duration(&c.exporter.pod_refresh_interval))
+            .On("collectors", str(&c.exporter.collectors))
+            .On("amdMetricsConfig", str(&c.exporter.amd_metrics_config))
             .Run();
       })
       .On("devicePlugin", [&](const YAML::Node& v, const std::string& f) {
@@ -150,7 +152,26 @@ AgentConfig ParseAgentConfig(const std::string& yaml, const std::string& source)
   if (c.labels.enabled && c.labels.file.empty()) {
     throw InputError(source, "labels.file", "is empty", "name the feature file, or set labels.enabled: false");
   }
+  LoadFieldSelection(&c.exporter, std::filesystem::path(source).parent_path().string());
   return c;
+}
+
+void LoadFieldSelection(ExporterSection* exporter, const std::string& base_dir) {
+  auto resolve = [&base_dir](const std::string& file) {
+    std::filesystem::path path(file);
+    if (path.is_relative() && !base_dir.empty()) path = std::filesystem::path(base_dir) / path;
+    return path.string();
+  };
+  exporter->fields = nullptr;
+  if (exporter->collectors.empty() && exporter->amd_metrics_config.empty()) return;
+  auto fields = std::make_shared<telemetry::FieldSelection>();
+  if (!exporter->collectors.empty()) {
+    fields->dcgm = telemetry::LoadDcgmCounters(resolve(exporter->collectors));
+  }
+  if (!exporter->amd_metrics_config.empty()) {
+    fields->amd = telemetry::LoadAmdMetricsConfig(resolve(exporter->amd_metrics_config));
+  }
+  exporter->fields = std::move(fields);
 }
 
 AgentConfig LoadAgentConfig(const std::string& path) {

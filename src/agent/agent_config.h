@@ -14,6 +14,8 @@
 //     staleAfter: 0s                                 # 0 = 3 x collectInterval
 //     accelMetrics: true                             # the accel_* family beside the profiles
 //     hostnameLabel: Hostname                        # dcgm profile: Hostname, hostname or none
+//     collectors: ""                                 # dcgm-exporter counters CSV (its -f file)
+//     amdMetricsConfig: ""                           # device-metrics-exporter config.json
 //     pods: auto                                     # auto (socket exists at start), always, never
 //     podResourcesSocket: /var/lib/kubelet/pod-resources/kubelet.sock
 //     podRefreshInterval: 10s
@@ -35,10 +37,12 @@
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "kube/plugin_config.h"
+#include "telemetry/field_selection.h"
 
 namespace accel::agent {
 
@@ -70,6 +74,14 @@ struct ExporterSection {
   std::string pod_resources_socket = "/var/lib/kubelet/pod-resources/kubelet.sock";
   /// Time between kubelet List calls.
   std::chrono::milliseconds pod_refresh_interval{10000};
+  /// A dcgm-exporter counters CSV (`-f` / DCGM_EXPORTER_COLLECTORS format): the dcgm profile
+  /// serves exactly its fields. "" = the built-in 25.
+  std::string collectors;
+  /// AMD device-metrics-exporter's config.json (or its ConfigMap): the amd profile serves its
+  /// GPUConfig.Fields, prefixed with its MetricsFieldPrefix. "" = every gpu_* family.
+  std::string amd_metrics_config;
+  /// The two files as read by LoadFieldSelection; null when neither is set.
+  std::shared_ptr<const telemetry::FieldSelection> fields;
 };
 
 struct DevicePluginSection {
@@ -115,5 +127,11 @@ std::string HostnameLabel(const std::string& where, const std::string& value,
 
 /// Reads `path`; an empty path gives the defaults. Throws InputError.
 AgentConfig LoadAgentConfig(const std::string& path);
+
+/// Reads exporter->collectors and exporter->amd_metrics_config into exporter->fields (null when
+/// both are empty). A relative path is taken relative to `base_dir` when it is not empty (the
+/// agent file's directory), else as given. Throws InputError from the readers: "<file>:<line>"
+/// for the CSV, "<file>: GPUConfig.Fields[i]" for the AMD config, or an unreadable file.
+void LoadFieldSelection(ExporterSection* exporter, const std::string& base_dir);
 
 }  // namespace accel::agent

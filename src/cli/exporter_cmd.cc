@@ -13,6 +13,7 @@
 #include "common/strings.h"
 #include "kube/pod_resources.h"
 #include "telemetry/collector.h"
+#include "telemetry/field_selection.h"
 
 namespace accel::cli {
 
@@ -34,6 +35,8 @@ struct ExporterOptions {
   std::string nvml_library, rocm_smi_library, hlml_library;
   std::string vendors = "nvidia,amd,habana";
   std::string topology = "live";
+  std::string collectors;
+  std::string amd_metrics_config;
   bool once = false;
 };
 
@@ -62,13 +65,27 @@ agent::AgentConfig ConfigFrom(const ExporterOptions& o) {
                            : agent::PodAttribution::kAuto;
   e.pod_resources_socket = o.pod_socket;
   e.pod_refresh_interval = telemetry::ParseDuration(o.pod_refresh, "--pod-refresh-interval");
+  e.collectors = o.collectors;
+  e.amd_metrics_config = o.amd_metrics_config;
+  agent::LoadFieldSelection(&e, "");
+  return c;
+}
+
+/// ConfigFrom, and the one warning about the field selection (fields accel cannot read) on
+/// every load: at start and on each SIGHUP reload.
+agent::AgentConfig LoadAndWarn(const ExporterOptions& o) {
+  agent::AgentConfig c = ConfigFrom(o);
+  if (c.exporter.fields) {
+    std::string warning = telemetry::SelectionWarning(*c.exporter.fields);
+    if (!warning.empty()) std::cerr << "accel exporter: " << warning << "\n";
+  }
   return c;
 }
 
 int RunExporter(const ExporterOptions& o) {
   DaemonSpec spec;
   spec.name = "accel exporter";
-  spec.load = [&o] { return ConfigFrom(o); };
+  spec.load = [&o] { return LoadAndWarn(o); };
   if (o.once) {
     spec.once = [](agent::Agent& agent) {
       // Rates (GPM activity, NVLink bandwidth) need a second reading.
@@ -97,7 +114,13 @@ void RegisterExporter(CLI::App& app, int* exit_code) {
       "  accel exporter --web.listen-address 127.0.0.1:9400 --collect-interval 10s\n"
       "  accel exporter --web.config.file web.yml        # TLS / basic auth (docs/web-config.md)\n"
       "  accel exporter --profile dcgm --hostname-label hostname\n"
+      "  accel exporter -f /etc/dcgm-exporter/dcp-metrics-included.csv   # dcgm-exporter's fields\n"
+      "  accel exporter --amd-metrics-config /etc/metrics/config.json   # device-metrics-exporter's\n"
       "  accel exporter --once                           # print one scrape and exit\n\n"
+      "Fields: without -f the dcgm profile prints dcgm-exporter's 25 defaults. -f takes the same\n"
+      "counters CSV dcgm-exporter does (field, type, help; '#' comments; the ConfigMap you mount\n"
+      "today) and serves exactly its fields with its types and HELP texts; a field accel cannot\n"
+      "read is named in one warning at start. docs/metrics.md lists every field and its source.\n\n"
       "Pods: when the kubelet's pod-resources socket exists (or with -k), series of devices held\n"
       "by pods carry namespace/pod/container labels; accel_pod_device_info maps them.\n"
       "It is the node agent (accel serve) with only its exporter part: one daemon, one way to\n"
@@ -143,6 +166,13 @@ void RegisterExporter(CLI::App& app, int* exit_code) {
                   "host topology for the numa_node label: live, an hwloc XML or accel host JSON "
                   "file, or none")
       ->capture_default_str();
+  cmd->add_option("-f,--collectors", o->collectors,
+                  "dcgm-exporter counters CSV: serve exactly the DCGM fields it lists (same file "
+                  "as dcgm-exporter's -f; env DCGM_EXPORTER_COLLECTORS)")
+      ->envname("DCGM_EXPORTER_COLLECTORS");
+  cmd->add_option("--amd-metrics-config", o->amd_metrics_config,
+                  "AMD device-metrics-exporter config.json (or its ConfigMap): serve its "
+                  "GPUConfig.Fields with its MetricsFieldPrefix");
   cmd->add_flag("--once", o->once, "collect once, print the exposition to stdout and exit");
   cmd->callback([o, exit_code] { *exit_code = RunExporter(*o); });
 }

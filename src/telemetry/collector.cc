@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <deque>
 #include <map>
 
 #include "common/error.h"
@@ -23,6 +24,9 @@ struct Collector::Slot {
   uint64_t done_generation = 0;    ///< last pass this worker finished
   uint64_t last_xid = 0;
   std::map<uint64_t, uint64_t> xid_counts;
+  /// With track_event_windows: XIDs and clock-event masks seen within the window, oldest first.
+  std::deque<std::pair<std::chrono::system_clock::time_point, uint64_t>> recent_xids;
+  std::deque<std::pair<std::chrono::system_clock::time_point, uint64_t>> recent_clock_events;
 };
 
 /// Maps a health event's (vendor, index) to its slot.
@@ -35,6 +39,7 @@ Collector::Collector(std::vector<std::unique_ptr<devices::DeviceBackend>> backen
     : options_(std::move(options)), backends_(std::move(backends)),
       events_(std::make_unique<EventLog>()) {
   for (size_t b = 0; b < backends_.size(); ++b) {
+    if (options_.extra_reads.any()) backends_[b]->SetExtraReads(options_.extra_reads);
     const auto& devs = backends_[b]->devices();
     for (size_t pos = 0; pos < devs.size(); ++pos) {
       events_->slot_of[{devs[pos].vendor, devs[pos].index}] = identities_.size();
@@ -130,6 +135,28 @@ std::shared_ptr<const std::string> Collector::exposition() const {
   return exposition_;
 }
 
+namespace {
+
+/// Drops entries of `recent` older than `start`; the rest are within the window.
+void Prune(std::deque<std::pair<std::chrono::system_clock::time_point, uint64_t>>* recent,
+           std::chrono::system_clock::time_point start) {
+  while (!recent->empty() && recent->front().first < start) recent->pop_front();
+}
+
+}  // namespace
+
+void Collector::CountWindow(Slot& slot, std::chrono::system_clock::time_point start,
+                            DeviceState* d) {
+  Prune(&slot.recent_xids, start);
+  Prune(&slot.recent_clock_events, start);
+  for (const auto& [when, code] : slot.recent_xids) ++d->xid_window[code];
+  for (const auto& [when, mask] : slot.recent_clock_events) {
+    for (uint64_t bit = 1; bit != 0 && bit <= mask; bit <<= 1) {
+      if (mask & bit) ++d->clock_event_window[bit];
+    }
+  }
+}
+
 void Collector::RunDeviceWorker(size_t i) {
   uint64_t seen = 0;
   for (;;) {
@@ -152,6 +179,10 @@ void Collector::RunDeviceWorker(size_t i) {
       slot.has_reading = true;
       slot.sampled_at = std::chrono::system_clock::now();
       slot.done_generation = seen;
+      if (options_.track_event_windows && slot.reading.sample.clock_event_reasons) {
+        slot.recent_clock_events.emplace_back(slot.sampled_at,
+                                              *slot.reading.sample.clock_event_reasons);
+      }
     }
     done_cv_.notify_all();
   }
@@ -174,6 +205,7 @@ void Collector::RunEventWatcher(size_t b) {
       Slot& slot = *slots_[it->second];
       slot.last_xid = e.code;
       ++slot.xid_counts[e.code];
+      if (options_.track_event_windows) slot.recent_xids.emplace_back(e.when, e.code);
     }
   }
 }
@@ -236,6 +268,8 @@ void Collector::Publish(Clock::time_point started) {
   auto snap = std::make_shared<Snapshot>();
   snap->hostname = options_.hostname;
   snap->taken_at = std::chrono::system_clock::now();
+  snap->event_window = options_.event_window;
+  const auto window_start = snap->taken_at - options_.event_window;
   for (const auto& backend : backends_) {
     if (!backend->driver_version().empty()) {
       snap->driver_versions[devices::VendorName(backend->vendor())] = backend->driver_version();
@@ -246,8 +280,9 @@ void Collector::Publish(Clock::time_point started) {
     std::lock_guard<std::mutex> lock(mu_);
     snap->devices.reserve(slots_.size());
     for (size_t i = 0; i < slots_.size(); ++i) {
-      const Slot& slot = *slots_[i];
+      Slot& slot = *slots_[i];
       DeviceState& d = snap->devices.emplace_back();
+      if (options_.track_event_windows) CountWindow(slot, window_start, &d);
       d.identity = identities_[i];
       d.sample = slot.reading.sample;
       d.mig_enabled = slot.reading.mig_enabled;
@@ -256,6 +291,7 @@ void Collector::Publish(Clock::time_point started) {
       d.last_xid = slot.last_xid;
       d.xid_counts = slot.xid_counts;
       d.error = slot.reading.error;
+      d.p2p = slot.reading.p2p;
       if (slot.reading.lost) {
         d.health = DeviceHealth::kLost;
       } else if (!slot.has_reading || snap->taken_at - slot.sampled_at > stale_after()) {

@@ -37,6 +37,14 @@ struct CollectorOptions {
   /// Time between kubelet List calls.
   std::chrono::milliseconds pod_refresh_interval{10000};
   RenderOptions render;
+  /// Device readings beyond the default set (what render.fields needs, ExtraReadsFor); handed to
+  /// every backend before the first read.
+  devices::ExtraReads extra_reads;
+  /// Keep per-device XID and clock-event history for the sliding-window counts
+  /// (DCGM_EXP_XID_ERRORS_COUNT, DCGM_EXP_CLOCK_EVENTS_COUNT). Off: no history is kept.
+  bool track_event_windows = false;
+  /// Length of that window (dcgm-exporter's default: 5 minutes).
+  std::chrono::milliseconds event_window{300000};
   /// Called with every health event, on the backend's event thread, outside the collector's
   /// lock (the node agent's device plugin takes device health from here). May be empty.
   std::function<void(const devices::HealthEvent&)> on_event;
@@ -48,7 +56,8 @@ struct CollectorOptions {
 class Collector {
  public:
   /// Takes ownership of the backends; their devices() are the devices collected, in backend
-  /// order. Does not start anything.
+  /// order. Hands options.extra_reads to each backend first (which may fill identity details).
+  /// Does not start anything.
   Collector(std::vector<std::unique_ptr<devices::DeviceBackend>> backends,
             CollectorOptions options);
   /// Stops the threads it can; see Stop().
@@ -90,6 +99,9 @@ class Collector {
   void Spawn(void (Collector::*body)(size_t), size_t arg);
   void Pass();
   void Publish(std::chrono::steady_clock::time_point started);
+  /// Fills d's window counts from slot's history since `start` (drops older entries). Call
+  /// with mu_ held.
+  void CountWindow(Slot& slot, std::chrono::system_clock::time_point start, DeviceState* d);
   std::chrono::milliseconds stale_after() const;
 
   CollectorOptions options_;

@@ -89,7 +89,7 @@ void RenderMetrics(const Snapshot& snapshot, const RenderOptions& options, std::
   out->clear();
   ExpositionWriter writer(out);
   if (options.dcgm) internal::RenderDcgm(snapshot, options, &scratch, &writer);
-  if (options.amd) internal::RenderAmd(snapshot, &scratch, &writer);
+  if (options.amd) internal::RenderAmd(snapshot, options, &scratch, &writer);
   if (options.gaudi) internal::RenderGaudi(snapshot, &scratch, &writer);
   if (options.accel) internal::RenderAccel(snapshot, &scratch, &writer);
 }

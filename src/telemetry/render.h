@@ -6,8 +6,10 @@
 // device. Pure functions: thread-safe, no I/O.
 #pragma once
 
+#include <memory>
 #include <string>
 
+#include "telemetry/field_selection.h"
 #include "telemetry/snapshot.h"
 
 namespace accel::telemetry {
@@ -22,6 +24,9 @@ struct RenderOptions {
   /// Name of dcgm's hostname label: "Hostname" (every released dcgm-exporter), "hostname"
   /// (dcgm-exporter HEAD), or "" to omit it (--no-hostname).
   std::string dcgm_hostname_label = "Hostname";
+  /// The fields a counters CSV / AMD metrics config selected (field_selection.h); null, or an
+  /// absent part, keeps that profile's built-in set.
+  std::shared_ptr<const FieldSelection> fields;
 };
 
 /// Appends the exposition of `snapshot` to *out (cleared first). Every family is one contiguous

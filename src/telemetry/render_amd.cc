@@ -1,6 +1,11 @@
 // The `amd` profile: ROCm device-metrics-exporter gpu_* families (reference §3.4) for AMD
-// devices. That exporter writes through client_golang: every family a gauge, labels sorted by
-// name, floats in Go's shortest 'g' form; we do the same.
+// devices — all of them, or those a config.json's GPUConfig.Fields lists, with its
+// MetricsFieldPrefix in front. That exporter writes through client_golang: every family a gauge,
+// labels sorted by name, floats in Go's shortest 'g' form; we do the same.
+#include <algorithm>
+#include <cctype>
+#include <deque>
+
 #include "telemetry/render_internal.h"
 
 namespace accel::telemetry::internal {
@@ -89,9 +94,32 @@ void AddDevice(const Snapshot& snapshot, const DeviceState& d, Scratch* scratch)
       [&](const PodRef* pod, SeriesSet* row) { BuildRow(snapshot, d, pod, row); });
 }
 
-void WriteHealth(Pool<SeriesSet>& rows, ExpositionWriter* w) {
-  w->BeginFamily("gpu_health", "1 when the GPU is healthy, 0 when it is lost or not answering.",
-                 kGauge);
+/// Which families to print and under what names (the config's prefix + the family name).
+class Selection {
+ public:
+  explicit Selection(const RenderOptions& options)
+      : config_(options.fields && options.fields->amd ? &*options.fields->amd : nullptr) {}
+
+  /// True when `family` (e.g. "gpu_power_usage") is to be printed.
+  bool Wants(std::string_view family) const {
+    if (!config_ || config_->all_fields) return true;
+    std::string upper(family);
+    std::transform(upper.begin(), upper.end(), upper.begin(), ::toupper);
+    return std::find(config_->fields.begin(), config_->fields.end(), upper) != config_->fields.end();
+  }
+  /// The name to print; stays valid until this Selection is destroyed.
+  std::string_view Name(std::string_view family) {
+    if (!config_ || config_->prefix.empty()) return family;
+    return names_.emplace_back(config_->prefix + std::string(family));
+  }
+
+ private:
+  const AmdMetricsConfig* config_;
+  std::deque<std::string> names_;
+};
+
+void WriteHealth(Pool<SeriesSet>& rows, std::string_view name, ExpositionWriter* w) {
+  w->BeginFamily(name, "1 when the GPU is healthy, 0 when it is lost or not answering.", kGauge);
   for (size_t i = 0; i < rows.size(); ++i) {
     w->StartSample();
     w->AddLabels(rows[i].before);
@@ -100,9 +128,10 @@ void WriteHealth(Pool<SeriesSet>& rows, ExpositionWriter* w) {
   }
 }
 
-void WriteNodes(const Snapshot& snapshot, int64_t count, ExpositionWriter* w) {
+void WriteNodes(const Snapshot& snapshot, int64_t count, std::string_view name,
+                ExpositionWriter* w) {
   if (count == 0) return;
-  w->BeginFamily("gpu_nodes_total", "Number of AMD GPUs on the node.", kGauge);
+  w->BeginFamily(name, "Number of AMD GPUs on the node.", kGauge);
   w->StartSample();
   w->AddLabel("hostname", snapshot.hostname);
   w->FinishShortest(static_cast<double>(count));
@@ -110,7 +139,9 @@ void WriteNodes(const Snapshot& snapshot, int64_t count, ExpositionWriter* w) {
 
 }  // namespace
 
-void RenderAmd(const Snapshot& snapshot, Scratch* scratch, ExpositionWriter* w) {
+void RenderAmd(const Snapshot& snapshot, const RenderOptions& options, Scratch* scratch,
+               ExpositionWriter* w) {
+  Selection selection(options);
   scratch->sets.Reset();
   int64_t count = 0;
   for (const DeviceState& d : snapshot.devices) {
@@ -118,9 +149,20 @@ void RenderAmd(const Snapshot& snapshot, Scratch* scratch, ExpositionWriter* w) 
     ++count;
     AddDevice(snapshot, d, scratch);
   }
-  for (const FamilySpec& spec : kFamilies) WriteFamily(spec, scratch->sets, NumberStyle::kGo, w);
-  WriteHealth(scratch->sets, w);
-  WriteNodes(snapshot, count, w);
+  for (const FamilySpec& spec : kFamilies) {
+    if (!selection.Wants(spec.name)) continue;
+    FamilySpec named = spec;
+    std::string_view name = selection.Name(spec.name);
+    if (name.data() != spec.name) {
+      // FamilySpec holds a C string; the prefixed name lives in `selection` until we return.
+      named.name = name.data();
+    }
+    WriteFamily(named, scratch->sets, NumberStyle::kGo, w);
+  }
+  if (selection.Wants("gpu_health")) WriteHealth(scratch->sets, selection.Name("gpu_health"), w);
+  if (selection.Wants("gpu_nodes_total")) {
+    WriteNodes(snapshot, count, selection.Name("gpu_nodes_total"), w);
+  }
 }
 
 }  // namespace accel::telemetry::internal

@@ -1,9 +1,13 @@
-// The `dcgm` profile: dcgm-exporter's 25 default metrics for NVIDIA devices, with its names,
-// types, label order (reference §1.4) and value formatting (ints %d, doubles Go %f).
+// The `dcgm` profile: dcgm-exporter's series for NVIDIA devices — the 25 default metrics, or
+// exactly the fields a counters CSV lists (field_selection.h) — with its names, types, label
+// order (reference §1.4) and value formatting (ints %d, doubles Go %f).
+#include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <deque>
 
 #include "devices/topology_join.h"
+#include "telemetry/dcgm_fields.h"
 #include "telemetry/render_internal.h"
 
 namespace accel::telemetry::internal {
@@ -11,100 +15,47 @@ namespace {
 
 using devices::Sample;
 
-// Where a field's value comes from on a MIG GPU-instance row.
-enum class MigSource {
-  kDevice,            ///< GPU-wide reading repeated on every instance (clocks, power, ...)
-  kNone,              ///< not rendered for MIG (the *_UTIL fields, as in DCGM)
-  kInstance,          ///< the instance's own reading only (framebuffer, GPM activity)
-  kInstanceOrDevice,  ///< PCIe traffic: the instance's when it has it, else the GPU's link
-};
-
-struct DcgmField {
-  const char* name;
+/// One family to print: a served field under the name, type and HELP it is printed with.
+struct Family {
+  std::string_view name;
+  std::string_view help;
   MetricType type;
-  const char* help;
-  /// Null marks DCGM_FI_DEV_XID_ERRORS, whose labels depend on the value.
-  Value (*value)(const Sample&);
-  MigSource mig;
+  const DcgmField* field;
 };
 
-// dcgm's INT64 fields; a non-finite reading has no integer form and is left out.
-Value Rounded(const std::optional<double>& v) {
-  return v && std::isfinite(*v) ? Int(std::llround(*v)) : None();
-}
-Value WholePercent(const std::optional<double>& ratio) {
-  return ratio ? Rounded(*ratio * 100) : None();
-}
-Value MiB(const std::optional<uint64_t>& bytes) {
-  return bytes ? Int(static_cast<int64_t>(*bytes >> 20)) : None();
-}
-Value Flag(const std::optional<bool>& v) { return v ? Int(*v ? 1 : 0) : None(); }
-
-using enum MetricType;
-using enum MigSource;
-
-// In the order of dcgm-exporter's default-counters.csv (its output follows the file). HELP
-// texts are ours.
-const DcgmField kFields[] = {
-    {"DCGM_FI_DEV_SM_CLOCK", kGauge, "SM clock frequency (in MHz).",
-     [](const Sample& s) { return Rounded(s.sm_clock_mhz); }, kDevice},
-    {"DCGM_FI_DEV_MEM_CLOCK", kGauge, "Memory clock frequency (in MHz).",
-     [](const Sample& s) { return Rounded(s.memory_clock_mhz); }, kDevice},
-    {"DCGM_FI_DEV_MEMORY_TEMP", kGauge, "HBM temperature (in C).",
-     [](const Sample& s) { return Rounded(s.memory_temperature_c); }, kDevice},
-    {"DCGM_FI_DEV_GPU_TEMP", kGauge, "GPU core temperature (in C).",
-     [](const Sample& s) { return Rounded(s.temperature_c); }, kDevice},
-    {"DCGM_FI_DEV_POWER_USAGE", kGauge, "Board power draw (in W).",
-     [](const Sample& s) { return RealOf(s.power_w); }, kDevice},
-    {"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", kCounter,
-     "Energy used since the driver was loaded (in mJ).",
-     [](const Sample& s) { return IntOf(s.energy_mj); }, kDevice},
-    {"DCGM_FI_DEV_PCIE_REPLAY_COUNTER", kCounter, "PCIe replays (retries) so far.",
-     [](const Sample& s) { return IntOf(s.pcie_replays); }, kDevice},
-    {"DCGM_FI_DEV_GPU_UTIL", kGauge, "GPU busy (in %).",
-     [](const Sample& s) { return WholePercent(s.gpu_utilization); }, kNone},
-    {"DCGM_FI_DEV_MEM_COPY_UTIL", kGauge, "Memory controller busy (in %).",
-     [](const Sample& s) { return WholePercent(s.memory_utilization); }, kNone},
-    {"DCGM_FI_DEV_ENC_UTIL", kGauge, "Video encoder busy (in %).",
-     [](const Sample& s) { return WholePercent(s.encoder_utilization); }, kNone},
-    {"DCGM_FI_DEV_DEC_UTIL", kGauge, "Video decoder busy (in %).",
-     [](const Sample& s) { return WholePercent(s.decoder_utilization); }, kNone},
-    {"DCGM_FI_DEV_XID_ERRORS", kGauge, "Last XID error seen on the GPU (0 before any).", nullptr,
-     kDevice},
-    {"DCGM_FI_DEV_FB_FREE", kGauge, "Framebuffer memory free (in MiB).",
-     [](const Sample& s) { return MiB(s.memory_free_bytes); }, kInstance},
-    {"DCGM_FI_DEV_FB_USED", kGauge, "Framebuffer memory used (in MiB).",
-     [](const Sample& s) { return MiB(s.memory_used_bytes); }, kInstance},
-    {"DCGM_FI_DEV_FB_RESERVED", kGauge, "Framebuffer memory reserved by the driver (in MiB).",
-     [](const Sample& s) { return MiB(s.memory_reserved_bytes); }, kInstance},
-    {"DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", kCounter,
-     "NVLink traffic over all links, received plus sent (in MB/s).",
-     [](const Sample& s) { return Rounded(s.nvlink_bandwidth_mb_per_second); }, kDevice},
-    {"DCGM_FI_DEV_VGPU_LICENSE_STATUS", kGauge, "vGPU license status (1 licensed).",
-     [](const Sample& s) { return IntOf(s.vgpu_license_status); }, kDevice},
-    {"DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", kCounter,
-     "Memory rows remapped after uncorrectable errors.",
-     [](const Sample& s) { return IntOf(s.remapped_rows_uncorrectable); }, kDevice},
-    {"DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", kCounter,
-     "Memory rows remapped after correctable errors.",
-     [](const Sample& s) { return IntOf(s.remapped_rows_correctable); }, kDevice},
-    {"DCGM_FI_DEV_ROW_REMAP_FAILURE", kGauge, "1 when a memory row remap has failed.",
-     [](const Sample& s) { return Flag(s.row_remap_failure); }, kDevice},
-    {"DCGM_FI_PROF_GR_ENGINE_ACTIVE", kGauge,
-     "Fraction of time a graphics or compute engine was active.",
-     [](const Sample& s) { return RealOf(s.engine_active); }, kInstance},
-    {"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", kGauge, "Fraction of cycles a tensor pipe was active.",
-     [](const Sample& s) { return RealOf(s.tensor_active); }, kInstance},
-    {"DCGM_FI_PROF_DRAM_ACTIVE", kGauge,
-     "Fraction of cycles the device memory interface was sending or receiving.",
-     [](const Sample& s) { return RealOf(s.dram_active); }, kInstance},
-    {"DCGM_FI_PROF_PCIE_TX_BYTES", kGauge,
-     "PCIe data sent, headers included (in bytes per second).",
-     [](const Sample& s) { return Rounded(s.pcie_tx_bytes_per_second); }, kInstanceOrDevice},
-    {"DCGM_FI_PROF_PCIE_RX_BYTES", kGauge,
-     "PCIe data received, headers included (in bytes per second).",
-     [](const Sample& s) { return Rounded(s.pcie_rx_bytes_per_second); }, kInstanceOrDevice},
+/// One label field, printed in every series' head.
+struct LabelField {
+  std::string_view name;
+  DcgmLabelValue value;
 };
+
+/// What this render prints: the built-in set, or a counters CSV's lines.
+struct Plan {
+  std::vector<Family> families;
+  std::vector<LabelField> labels;  ///< sorted by name (dcgm-exporter's Go map order)
+};
+
+Plan MakePlan(const RenderOptions& options) {
+  Plan plan;
+  if (options.fields && options.fields->dcgm) {
+    for (const DcgmCounter& c : options.fields->dcgm->counters) {
+      if (c.is_label) {
+        plan.labels.push_back({c.metric, c.field->label});
+      } else {
+        plan.families.push_back({c.metric, c.help, c.type, c.field});
+      }
+    }
+    std::sort(plan.labels.begin(), plan.labels.end(),
+              [](const LabelField& a, const LabelField& b) { return a.name < b.name; });
+  } else {
+    for (const DcgmField* f : DefaultDcgmFields()) {
+      plan.families.push_back({f->name, f->help, f->type, f});
+    }
+    const DcgmField* driver = FindDcgmField("DCGM_FI_DRIVER_VERSION");
+    plan.labels.push_back({driver->name, driver->label});
+  }
+  return plan;
+}
 
 // NvmlPciBusId(canonical), remembered so that steady-state renders do not allocate.
 const std::string& PciBusId(Scratch* scratch, const std::string& canonical) {
@@ -115,10 +66,10 @@ const std::string& PciBusId(Scratch* scratch, const std::string& canonical) {
   return scratch->pci_bus_ids.emplace_back(canonical, devices::NvmlPciBusId(canonical)).second;
 }
 
-// gpu, UUID, pci_bus_id, device, modelName, [GPU_I_PROFILE, GPU_I_ID], [Hostname],
-// DCGM_FI_DRIVER_VERSION: every label that comes before the pod attributes.
-void BuildHead(const Snapshot& snapshot, const RenderOptions& options, const DeviceState& d,
-               const MigState* mig, Scratch* scratch, std::string* out) {
+// gpu, UUID, pci_bus_id, device, modelName, [GPU_I_PROFILE, GPU_I_ID], [Hostname], then the
+// label fields (DCGM_FI_DRIVER_VERSION, ...): every label that comes before the pod attributes.
+void BuildHead(const Snapshot& snapshot, const RenderOptions& options, const Plan& plan,
+               const DeviceState& d, const MigState* mig, Scratch* scratch, std::string* out) {
   const devices::DeviceIdentity& id = d.identity;
   AppendNumberLabel(out, "gpu", "", id.index);
   AppendLabel(out, "UUID", id.uuid);
@@ -132,7 +83,7 @@ void BuildHead(const Snapshot& snapshot, const RenderOptions& options, const Dev
   if (!options.dcgm_hostname_label.empty()) {
     AppendLabel(out, options.dcgm_hostname_label, snapshot.hostname);
   }
-  AppendLabel(out, "DCGM_FI_DRIVER_VERSION", DriverVersion(snapshot, d));
+  for (const LabelField& label : plan.labels) AppendLabel(out, label.name, label.value(snapshot, d));
 }
 
 // True when a row from `first` on already carries `pod`'s labels.
@@ -144,18 +95,16 @@ bool RowExists(Scratch& scratch, size_t first, const PodRef& pod) {
   return false;
 }
 
-// One row per pod holding the device or instance (container before err_code, the rest after),
-// or one unlabelled row when no pod holds it. Pods that would repeat a row are skipped.
-void AddEntity(const Snapshot& snapshot, const RenderOptions& options, const DeviceState& d,
-               const MigState* mig, Scratch* scratch) {
+// One row per pod holding the device or instance (container in `middle`, the rest after), or
+// one unlabelled row when no pod holds it. Pods that would repeat a row are skipped.
+void AddEntity(const Snapshot& snapshot, const RenderOptions& options, const Plan& plan,
+               const DeviceState& d, const MigState* mig, Scratch* scratch) {
   const std::vector<PodRef>& pods = mig ? mig->pods : d.pods;
   size_t first = scratch->sets.size();
   SeriesSet* head = scratch->sets.Next();
   head->device = &d;
   head->mig = mig;
-  BuildHead(snapshot, options, d, mig, scratch, &head->before);
-  if (pods.empty()) return;
-  size_t head_length = head->before.size();
+  BuildHead(snapshot, options, plan, d, mig, scratch, &head->before);
   for (const PodRef& pod : pods) {
     if (RowExists(*scratch, first, pod)) continue;
     // The first pod takes over the unlabelled row; later ones copy its head labels.
@@ -164,10 +113,10 @@ void AddEntity(const Snapshot& snapshot, const RenderOptions& options, const Dev
       set = scratch->sets.Next();
       set->device = &d;
       set->mig = mig;
-      set->before.assign(head->before, 0, head_length);
+      set->before = head->before;
     }
     set->pod = &pod;
-    AppendLabel(&set->before, "container", pod.container);
+    AppendLabel(&set->middle, "container", pod.container);
     AppendLabel(&set->after, "namespace", pod.namespace_name);
     AppendLabel(&set->after, "pod", pod.pod);
     if (pod.replica >= 0) AppendNumberLabel(&set->after, "vgpu", "", pod.replica);
@@ -177,10 +126,10 @@ void AddEntity(const Snapshot& snapshot, const RenderOptions& options, const Dev
 const Sample* SourceOf(const DcgmField& field, const SeriesSet& set) {
   if (!set.mig) return &set.device->sample;
   switch (field.mig) {
-    case kDevice: return &set.device->sample;
-    case kNone: return nullptr;
-    case kInstance: return &set.mig->instance.sample;
-    case kInstanceOrDevice:
+    case DcgmMigSource::kDevice: return &set.device->sample;
+    case DcgmMigSource::kNone: return nullptr;
+    case DcgmMigSource::kInstance: return &set.mig->instance.sample;
+    case DcgmMigSource::kInstanceOrDevice:
       return field.value(set.mig->instance.sample).kind != Value::kNone
                  ? &set.mig->instance.sample
                  : &set.device->sample;
@@ -188,45 +137,147 @@ const Sample* SourceOf(const DcgmField& field, const SeriesSet& set) {
   return nullptr;
 }
 
+std::string_view Digits(uint64_t n, char (&buffer)[24]) {
+  auto r = std::to_chars(buffer, buffer + sizeof buffer, n);
+  return std::string_view(buffer, r.ptr - buffer);
+}
+
+// Starts a sample of `set` whose own labels `own` (already escaped) sort among the "Labels" map
+// (before the container attribute).
+void StartWithOwnLabels(ExpositionWriter* w, const SeriesSet& set, std::string_view own) {
+  w->StartSample();
+  w->AddLabels(set.before);
+  w->AddLabels(own);
+  w->AddLabels(set.middle);
+  w->AddLabels(set.after);
+}
+
 void WriteXid(const SeriesSet& set, ExpositionWriter* w) {
   uint64_t xid = set.device->last_xid;
   char code[24];
-  auto r = std::to_chars(code, code + sizeof code, xid);
   w->StartSample();
   w->AddLabels(set.before);
-  w->AddLabel("err_code", std::string_view(code, r.ptr - code));
+  w->AddLabels(set.middle);
+  w->AddLabel("err_code", Digits(xid, code));
   w->AddLabel("err_msg", XidMessage(xid));
   w->AddLabels(set.after);
   w->FinishUint(xid);
+}
+
+// The clock-event names dcgm-exporter prints, by NVML/DCGM reason bit.
+std::string_view ClockEventName(uint64_t bit) {
+  switch (bit) {
+    case 0x1: return "gpu_idle";
+    case 0x2: return "clocks_setting";
+    case 0x4: return "power_cap";
+    case 0x8: return "hw_slowdown";
+    case 0x10: return "sync_boost";
+    case 0x20: return "sw_thermal";
+    case 0x40: return "hw_thermal";
+    case 0x80: return "hw_power_brake";
+    case 0x100: return "display_clocks";
+    default: return "";
+  }
+}
+
+// dcgm-exporter's P2P link_status names for nvmlGpuP2PStatus_t.
+std::string_view P2pStatusName(int status) {
+  switch (status) {
+    case 0: return "OK";
+    case 1: return "ChipsetNotSupported";
+    case 2: return "GPUNotSupported";
+    case 3: return "TopologyNotSupported";
+    case 4: return "DisabledByRegKey";
+    case 5: return "NotSupported";
+    default: return "Unknown";
+  }
+}
+
+// DCGM_EXP_XID_ERRORS_COUNT / DCGM_EXP_CLOCK_EVENTS_COUNT: one series per code seen in the
+// window, or a single 0 without the code label when none was (as dcgm-exporter does).
+void WriteWindow(const SeriesSet& set, const std::map<uint64_t, uint64_t>& counts, bool clock,
+                 std::string_view window_ms, std::string* own, ExpositionWriter* w) {
+  auto write = [&](std::string_view code_label, uint64_t count) {
+    own->clear();
+    if (clock && !code_label.empty()) AppendLabel(own, "clock_event", code_label);
+    AppendLabel(own, "window_size_in_ms", window_ms);
+    if (!clock && !code_label.empty()) AppendLabel(own, "xid", code_label);
+    StartWithOwnLabels(w, set, *own);
+    w->FinishUint(count);
+  };
+  if (counts.empty()) return write("", 0);
+  char digits[24];
+  for (const auto& [code, count] : counts) {
+    write(clock ? ClockEventName(code) : Digits(code, digits), count);
+  }
+}
+
+void WriteP2p(const SeriesSet& set, std::string* own, ExpositionWriter* w) {
+  char digits[24];
+  for (const devices::PeerStatus& p : set.device->p2p) {
+    own->clear();
+    AppendLabel(own, "link_status", P2pStatusName(p.status));
+    AppendLabel(own, "peer_gpu", Digits(p.peer_index, digits));
+    StartWithOwnLabels(w, set, *own);
+    w->FinishInt(p.status);
+  }
+}
+
+Value LinkValue(const DcgmField& field, const Sample& s) {
+  const auto& links = s.nvlink_link_mb_per_second;
+  if (field.link >= links.size() || !links[field.link]) return None();
+  double v = *links[field.link];
+  return std::isfinite(v) ? Int(std::llround(v)) : None();
 }
 
 }  // namespace
 
 void RenderDcgm(const Snapshot& snapshot, const RenderOptions& options, Scratch* scratch,
                 ExpositionWriter* w) {
+  const Plan plan = MakePlan(options);
   scratch->sets.Reset();
   for (const DeviceState& d : snapshot.devices) {
     // Lost and stale GPUs vanish from dcgm's output; accel_device_up tells them apart.
     if (d.identity.vendor != devices::Vendor::kNvidia || !Healthy(d)) continue;
     if (d.mig_enabled && !d.mig.empty()) {
-      for (const MigState& m : d.mig) AddEntity(snapshot, options, d, &m, scratch);
+      for (const MigState& m : d.mig) AddEntity(snapshot, options, plan, d, &m, scratch);
     } else {
-      AddEntity(snapshot, options, d, nullptr, scratch);
+      AddEntity(snapshot, options, plan, d, nullptr, scratch);
     }
   }
-  for (const DcgmField& field : kFields) {
-    w->BeginFamily(field.name, field.help, field.type);
+  char window_digits[24];
+  std::string_view window_ms =
+      Digits(static_cast<uint64_t>(std::max<int64_t>(0, snapshot.event_window.count())),
+             window_digits);
+  std::string own;  // a family's own labels for one sample
+  for (const Family& family : plan.families) {
+    const DcgmField& field = *family.field;
+    w->BeginFamily(family.name, family.help, family.type);
     for (size_t i = 0; i < scratch->sets.size(); ++i) {
       const SeriesSet& set = scratch->sets[i];
-      if (!field.value) {
-        WriteXid(set, w);
-        continue;
+      switch (field.shape) {
+        case DcgmShape::kXid: WriteXid(set, w); continue;
+        case DcgmShape::kXidWindow:
+          WriteWindow(set, set.device->xid_window, false, window_ms, &own, w);
+          continue;
+        case DcgmShape::kClockWindow:
+          WriteWindow(set, set.device->clock_event_window, true, window_ms, &own, w);
+          continue;
+        case DcgmShape::kP2p: WriteP2p(set, &own, w); continue;
+        case DcgmShape::kLabel: continue;  // never a family
+        case DcgmShape::kValue:
+        case DcgmShape::kNvlinkLink: break;
       }
-      const Sample* source = SourceOf(field, set);
-      Value v = source ? field.value(*source) : None();
+      Value v = None();
+      if (field.shape == DcgmShape::kNvlinkLink) {
+        v = LinkValue(field, set.device->sample);
+      } else if (const Sample* source = SourceOf(field, set)) {
+        v = field.value(*source);
+      }
       if (v.kind == Value::kNone) continue;
       w->StartSample();
       w->AddLabels(set.before);
+      w->AddLabels(set.middle);
       w->AddLabels(set.after);
       Finish(w, v, NumberStyle::kDcgm);
     }

@@ -48,6 +48,9 @@ struct SeriesSet {
   const PodRef* pod = nullptr;          ///< the pod this row is for, or null
   /// Escaped label chunks; a family's own labels (err_code, clock, ...) go between them.
   std::string before;
+  /// dcgm only: the first pod label (container), which sorts after a family's "Labels" map
+  /// entries (window_size_in_ms, xid) and before its attributes (err_code); empty elsewhere.
+  std::string middle;
   std::string after;
 
   void Clear() {
@@ -55,6 +58,7 @@ struct SeriesSet {
     mig = nullptr;
     pod = nullptr;
     before.clear();
+    middle.clear();
     after.clear();
   }
 };
@@ -148,7 +152,8 @@ void Finish(ExpositionWriter* w, const Value& value, NumberStyle style);
 
 void RenderDcgm(const Snapshot& snapshot, const RenderOptions& options, Scratch* scratch,
                 ExpositionWriter* w);
-void RenderAmd(const Snapshot& snapshot, Scratch* scratch, ExpositionWriter* w);
+void RenderAmd(const Snapshot& snapshot, const RenderOptions& options, Scratch* scratch,
+               ExpositionWriter* w);
 void RenderGaudi(const Snapshot& snapshot, Scratch* scratch, ExpositionWriter* w);
 void RenderAccel(const Snapshot& snapshot, Scratch* scratch, ExpositionWriter* w);
 

@@ -54,6 +54,14 @@ struct DeviceState {
   uint64_t last_xid = 0;
   /// Events seen since the exporter started, by code.
   std::map<uint64_t, uint64_t> xid_counts;
+  /// Events within the last Snapshot::event_window, by code (DCGM_EXP_XID_ERRORS_COUNT); kept
+  /// only when the collector tracks windows.
+  std::map<uint64_t, uint64_t> xid_window;
+  /// Passes within the last Snapshot::event_window whose reading had each clock-event bit set,
+  /// by bit value (DCGM_EXP_CLOCK_EVENTS_COUNT); kept only when the collector tracks windows.
+  std::map<uint64_t, uint64_t> clock_event_window;
+  /// NVLink P2P status towards the other GPUs (read only when a selection asks for it).
+  std::vector<devices::PeerStatus> p2p;
   /// Pods holding the whole device or a time-sliced replica of it (not its MIG instances).
   std::vector<PodRef> pods;
   /// Last vendor error (for logs and accel_device_info's `error`-free health series); may be empty.
@@ -78,6 +86,9 @@ struct Snapshot {
   std::map<std::string, std::string> driver_versions;
   std::chrono::system_clock::time_point taken_at{};
   CollectorStats stats;
+  /// Length of the sliding window of xid_window / clock_event_window (dcgm-exporter's default
+  /// --xid-count-window-size and --clock-events-count-window-size, 5 minutes).
+  std::chrono::milliseconds event_window{300000};
 };
 
 }  // namespace accel::telemetry
