@@ -1,5 +1,6 @@
 // Agent: start order (MIG → topology → backends → devices → health → collector/exporter →
-// device plugins → labels), stop in reverse, reload = stop + start with a fallback.
+// MPS control daemons → device plugins → labels), stop in reverse, reload = stop + start with a
+// fallback.
 #include "agent/agent.h"
 
 #include <sys/stat.h>
@@ -17,6 +18,7 @@
 #include "devices/topology_join.h"
 #include "topology/host_json.h"
 #include "kube/device_health.h"
+#include "kube/mps_daemons.h"
 #include "kube/plugin_server.h"
 #include "kube/resources.h"
 #include "telemetry/collector.h"
@@ -110,6 +112,7 @@ struct Running {
   std::unique_ptr<kube::DeviceHealth> health;
   std::unique_ptr<telemetry::Collector> collector;
   std::unique_ptr<telemetry::MetricsServer> server;
+  std::unique_ptr<kube::MpsDaemons> mps;
   std::unique_ptr<kube::DevicePluginManager> plugins;
   std::unique_ptr<internal::LabelWriter> label_writer;
 };
@@ -198,6 +201,14 @@ void Agent::Impl::StartServing(Running* r) {
         (web.tls.enabled ? " (TLS)" : ""));
   }
   const kube::PluginConfig& pc = config.device_plugin.config;
+  // MPS daemons before the plugins, so that no pod is admitted onto a GPU without its limits:
+  // until its daemon runs, a resource's devices are Unhealthy. They run with or without a
+  // kubelet (`accel serve --once` checks that they start).
+  if (config.device_plugin.enabled && pc.sharing_strategy() == kube::SharingStrategy::kMps) {
+    r->mps = std::make_unique<kube::MpsDaemons>(r->resources, r->devices, pc, r->health.get(),
+                                                log);
+    r->mps->Start();
+  }
   if (config.device_plugin.enabled && PathExists(pc.plugin_dir)) {
     kube::PluginNode node{&r->devices, &config.device_plugin.config, &r->interconnect,
                           r->health.get()};
@@ -218,6 +229,7 @@ bool Agent::Impl::Tear(std::unique_ptr<Running> r) {
   if (!r) return true;
   if (r->label_writer) r->label_writer->Stop();
   if (r->plugins) r->plugins->Stop();  // empty lists to the kubelet, sockets removed
+  if (r->mps) r->mps->Stop();          // after the plugins: no Allocate names a quit daemon
   if (r->server) r->server->Stop();
   bool clean = r->collector ? r->collector->Stop() : true;
   if (!clean) {
@@ -284,6 +296,7 @@ AgentStatus Agent::status() const {
   s.exposition = r->collector->exposition();
   s.exporter_port = r->server ? r->server->port() : 0;
   s.device_plugin = r->plugins != nullptr;
+  if (r->mps) s.mps = r->mps->status();
   return s;
 }
 

@@ -1,8 +1,8 @@
 // Agent: the one long-running daemon of accel — the exporter, the device plugin (one server per
-// resource, re-registered across kubelet restarts), the node-label feature file and the MIG
-// manager, all from one AgentConfig over one set of vendor backends. `accel serve` runs every
-// part; `accel exporter` is the same agent with only the exporter part enabled (cli/daemon.h
-// runs both). On a node without accelerators it still serves the host's topology and metrics.
+// resource, re-registered across kubelet restarts) with its MPS control daemons when the config
+// shares GPUs through MPS, the node-label feature file and the MIG manager, all from one
+// AgentConfig over one set of vendor backends. `accel serve` runs every part; `accel exporter`
+// is the same agent with only the exporter part enabled (cli/daemon.h runs both). On a node without accelerators it still serves the host's topology and metrics.
 //
 // Thread-safety: Start, Reload and Stop are called from one control thread (the CLI's signal
 // loop); the parts run on their own threads.
@@ -15,8 +15,9 @@
 #include <vector>
 
 #include "agent/agent_config.h"
-#include "kube/node_labels.h"
+#include "kube/mps_daemons.h"
 #include "kube/node_devices.h"
+#include "kube/node_labels.h"
 
 namespace accel::agent {
 
@@ -34,6 +35,8 @@ struct AgentStatus {
   int exporter_port = 0;
   /// The device plugin manager is running (enabled and the plugin dir exists).
   bool device_plugin = false;
+  /// One entry per MPS-shared resource: its control daemon (empty without sharing.mps).
+  std::vector<kube::MpsDaemonStatus> mps;
 };
 
 class Agent {
@@ -55,8 +58,9 @@ class Agent {
   /// old config is started again and the error is rethrown. Not started → same as Start.
   void Reload(const AgentConfig& config);
 
-  /// Stops every part: device plugins send an empty list and remove their sockets, the exporter
-  /// stops serving. Returns false when a vendor call is still hung (the caller should _exit).
+  /// Stops every part: device plugins send an empty list and remove their sockets, the MPS
+  /// control daemons are told to quit, the exporter stops serving. Returns false when a vendor
+  /// call is still hung (the caller should _exit).
   bool Stop();
 
   /// Runs one collection pass now and returns its exposition (rates such as GPM activity need

@@ -15,6 +15,8 @@
 #include <cstdio>
 #include <set>
 
+#include "kube/mps_paths.h"
+
 namespace accel::kube {
 
 namespace {
@@ -123,6 +125,15 @@ void AllocateNvidia(const std::vector<NodeDevice>& devices, const std::vector<si
   }
 }
 
+// What NVIDIA's plugin adds for an MPS-shared resource (internal/plugin/mps.go updateReponse):
+// the pipe directory of the resource's control daemon and the shared memory it uses.
+void AddMps(const PluginResource& resource, const PluginConfig& config, ContainerAllocation* out) {
+  MpsPaths paths = MpsPathsFor(config.mps_settings.root, resource.name);
+  out->envs["CUDA_MPS_PIPE_DIRECTORY"] = paths.container_pipe_dir;
+  out->mounts.push_back({paths.container_pipe_dir, paths.pipe_dir, false});
+  out->mounts.push_back({kMpsShmDir, kMpsShmDir, false});
+}
+
 int RequireMinor(const PluginResource& resource, const NodeDevice& d, int lowest) {
   if (d.minor < lowest) {
     throw AllocationError("cannot allocate " + d.id + " of \"" + resource.name +
@@ -164,7 +175,10 @@ ContainerAllocation AllocateContainer(const PluginResource& resource,
   std::vector<size_t> units = RequestedUnits(resource, devices, ids);
   ContainerAllocation out;
   switch (resource.vendor) {
-    case devices::Vendor::kNvidia: AllocateNvidia(devices, units, config, &out); break;
+    case devices::Vendor::kNvidia:
+      AllocateNvidia(devices, units, config, &out);
+      if (resource.sharing == SharingStrategy::kMps) AddMps(resource, config, &out);
+      break;
     case devices::Vendor::kAmd: AllocateAmd(resource, devices, units, &out); break;
     case devices::Vendor::kHabana: AllocateGaudi(resource, devices, units, &out); break;
   }

@@ -1,6 +1,7 @@
 // What a container gets for the devices the kubelet allocated, in each vendor's convention:
 // NVIDIA NVIDIA_VISIBLE_DEVICES or CDI (annotations / cdi_devices) and optional /dev/nvidia*
-// specs; AMD /dev/kfd plus the device's /dev/dri card and render nodes; Gaudi
+// specs, plus for an MPS-shared resource CUDA_MPS_PIPE_DIRECTORY and the mounts of its control
+// daemon's pipe directory and /dev/shm; AMD /dev/kfd plus the device's /dev/dri card and render nodes; Gaudi
 // HABANA_VISIBLE_DEVICES plus /dev/accel/accelN and accel_controlDN.
 //
 // Plain data and pure functions (device node paths are computed, not probed); thread-safe.
@@ -50,8 +51,11 @@ class AllocationError : public std::runtime_error {
 };
 
 /// The response for `ids` (advertised IDs of `resource`). Replica IDs are reduced to their
-/// unit and de-duplicated. Throws AllocationError for an unknown ID, or for more than one ID
-/// of a shared resource with fail_requests_greater_than_one.
+/// unit and de-duplicated. MPS resources (resource.sharing == kMps) also get
+/// CUDA_MPS_PIPE_DIRECTORY=/mps/<resource>/pipe and the mounts of
+/// <config.mps_settings.root>/<resource>/pipe there and of /dev/shm. Throws AllocationError
+/// for an unknown ID, or for more than one ID of a shared resource with
+/// fail_requests_greater_than_one.
 ContainerAllocation AllocateContainer(const PluginResource& resource,
                                       const std::vector<NodeDevice>& devices,
                                       const PluginConfig& config,

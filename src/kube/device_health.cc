@@ -11,10 +11,11 @@ DeviceHealth::DeviceHealth(const std::vector<NodeDevice>& devices, HealthPolicy 
       healthy_(devices.size(), true),
       lost_(devices.size(), false),
       critical_(devices.size(), false),
+      service_down_(devices.size(), false),
       last_critical_(devices.size()) {}
 
 bool DeviceHealth::Update(size_t i) {
-  bool healthy = !policy_.enabled || (!lost_[i] && !critical_[i]);
+  bool healthy = !service_down_[i] && (!policy_.enabled || (!lost_[i] && !critical_[i]));
   if (healthy == healthy_[i]) return false;
   healthy_[i] = healthy;
   ++generation_;
@@ -76,6 +77,17 @@ bool DeviceHealth::Tick(Clock::time_point now) {
   bool changed = false;
   for (size_t i = 0; i < devices_.size(); ++i) {
     MaybeRecover(i, now);
+    changed |= Update(i);
+  }
+  return changed;
+}
+
+bool DeviceHealth::SetServiceDown(const std::vector<size_t>& units, bool down) {
+  std::lock_guard<std::mutex> lock(mu_);
+  bool changed = false;
+  for (size_t i : units) {
+    if (i >= devices_.size()) continue;
+    service_down_[i] = down;
     changed |= Update(i);
   }
   return changed;

@@ -1,6 +1,7 @@
 // DeviceHealth: the Healthy/Unhealthy state of every NodeDevice, driven by the vendor's health
 // events (NVIDIA XIDs; benign application XIDs ignored) and by device reads (a lost device is
-// unhealthy; one that answers again recovers), with recovery after a quiet period.
+// unhealthy; one that answers again recovers), with recovery after a quiet period; and by the
+// service a shared unit needs (its MPS control daemon), which is down or up.
 //
 // Thread-safe: events, readings and queries may come from different threads.
 #pragma once
@@ -38,6 +39,12 @@ class DeviceHealth {
   /// Re-evaluates quiet-period recoveries at `now`. Returns whether any state changed.
   bool Tick(Clock::time_point now);
 
+  /// Marks the service of devices[i] for every i in `units` (out-of-range ignored) down or up:
+  /// a unit whose service is down is Unhealthy whatever the health policy (health.enabled false
+  /// included: a pod admitted onto it would run without its MPS limits). Returns whether any
+  /// state changed.
+  bool SetServiceDown(const std::vector<size_t>& units, bool down);
+
   /// Whether devices[i] is healthy now.
   bool healthy(size_t i) const;
   /// Increments on every change; lets servers notice changes cheaply.
@@ -57,6 +64,8 @@ class DeviceHealth {
   std::vector<bool> lost_;
   /// A critical event hit the unit and it has not recovered yet.
   std::vector<bool> critical_;
+  /// The unit's sharing service (MPS control daemon) is down.
+  std::vector<bool> service_down_;
   std::vector<Clock::time_point> last_critical_;
   uint64_t generation_ = 0;
 };

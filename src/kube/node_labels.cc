@@ -92,12 +92,6 @@ std::string Product(const std::string& model, const std::string& profile, bool s
   return SanitizeLabelValue(s);
 }
 
-bool IsRenamed(const PluginResource& r) {
-  const std::string suffix = ".shared";
-  return r.name.size() > suffix.size() &&
-         r.name.compare(r.name.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // The resource that holds NodeDevice `unit`, or nullptr.
 const PluginResource* ResourceOf(const std::vector<PluginResource>& resources, size_t unit) {
   for (const PluginResource& r : resources) {
@@ -114,10 +108,12 @@ void AddResourceLabels(const std::string& prefix, const NodeDevice& first, size_
                        LabelMap* labels) {
   int replicas = resource ? resource->replicas : 1;
   bool shared = replicas > 1;
+  SharingStrategy sharing = shared ? resource->sharing : SharingStrategy::kNone;
   (*labels)[prefix + ".count"] = std::to_string(count);
   (*labels)[prefix + ".replicas"] = std::to_string(replicas);
-  (*labels)[prefix + ".sharing-strategy"] = shared ? "time-slicing" : "none";
-  (*labels)[prefix + ".product"] = Product(first.model, profile, shared && !IsRenamed(*resource));
+  (*labels)[prefix + ".sharing-strategy"] = SharingStrategyName(sharing);
+  // GFD: "-SHARED" unless the shared resource was renamed (then the name says it).
+  (*labels)[prefix + ".product"] = Product(first.model, profile, shared && !resource->renamed());
   if (first.memory_bytes > 0) (*labels)[prefix + ".memory"] = std::to_string(first.memory_bytes / kMiB);
 }
 
@@ -134,6 +130,10 @@ void AddNvidia(const std::vector<NodeDevice>& devices, const PluginConfig& confi
   (*labels)["nvidia.com/gpu.present"] = "true";
   (*labels)["nvidia.com/mig.strategy"] = MigStrategyName(config.mig_strategy);
   (*labels)["nvidia.com/mig.capable"] = any_mig || MigCapable(first.model) ? "true" : "false";
+  // GFD's sharing labeler: "true" exactly when the config shares through MPS (BuildResources has
+  // already refused MPS over MIG devices, which GFD reports as an error).
+  (*labels)["nvidia.com/mps.capable"] =
+      config.sharing_strategy() == SharingStrategy::kMps ? "true" : "false";
   AddDriverVersion(first.driver_version, labels);
   std::string family = GpuFamily(first.model);
   if (!family.empty()) (*labels)["nvidia.com/gpu.family"] = family;

@@ -1,8 +1,9 @@
 // Node labels in node-feature-discovery's feature-file format (key=value lines in
 // /etc/kubernetes/node-feature-discovery/features.d/<name>): NVIDIA GPU Feature Discovery's
-// names (nvidia.com/gpu.product, gpu.memory, gpu.count, gpu.replicas, gpu.sharing-strategy,
-// mig.strategy, mig-<profile>.count, ...), AMD's amd.com/gpu.* and Habana's habana.ai/*
-// equivalents, plus accel's own (accel.io/numa-nodes, hugepages, RDMA NICs).
+// names (nvidia.com/gpu.product, gpu.memory, gpu.count, gpu.replicas, gpu.sharing-strategy
+// none|time-slicing|mps, mps.capable, mig.strategy, mig-<profile>.count, ...), AMD's
+// amd.com/gpu.* and Habana's habana.ai/* equivalents, plus accel's own (accel.io/numa-nodes,
+// hugepages, RDMA NICs).
 //
 // Pure functions plus an atomic file write; thread-safe.
 #pragma once

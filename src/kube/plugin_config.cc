@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "common/error.h"
 #include "common/yaml_config.h"
@@ -18,6 +19,9 @@ namespace accel::kube {
 namespace {
 
 constexpr size_t kMaxResourceNameLength = 63;
+// NVIDIA sets no limit; 1024 replicas of 8 GPUs already make a 400 KiB ListAndWatch message, and
+// a larger number is a typo that would exhaust memory before the kubelet refused it.
+constexpr int kMaxTimeSlicingReplicas = 1024;
 
 std::vector<DeviceListStrategy> ParseDeviceList(const std::string& where, const YAML::Node& node,
                                                 const std::string& field) {
@@ -58,10 +62,13 @@ std::string ResourceName(const std::string& where, const std::string& raw,
   return full;
 }
 
-void ParseTimeSlicingResource(const std::string& where, const YAML::Node& node,
-                              const std::string& field, TimeSlicing* out) {
+// One resources[] entry of sharing.timeSlicing / sharing.mps (NVIDIA's ReplicatedResource).
+SharedResource ParseSharedResource(const std::string& where, const YAML::Node& node,
+                                   const std::string& field, int max_replicas,
+                                   const std::string& too_many) {
   std::optional<std::string> name;
   std::optional<long long> replicas;
+  SharedResource out;
   YamlMapReader(where, node, field)
       .On("name", [&](const YAML::Node& v, const std::string& f) {
         name = ResourceName(where, YamlString(where, v, f), f);
@@ -69,13 +76,18 @@ void ParseTimeSlicingResource(const std::string& where, const YAML::Node& node,
       .On("replicas", [&](const YAML::Node& v, const std::string& f) {
         replicas = YamlInteger(where, v, f);
         if (*replicas < 2) throw InputError(where, f, "number of replicas must be >= 2");
+        if (*replicas > max_replicas) {
+          throw InputError(where, f,
+                           std::to_string(*replicas) + " replicas: " + too_many,
+                           "use at most " + std::to_string(max_replicas) + " replicas");
+        }
       })
-      .On("rename", [&](const YAML::Node&, const std::string& f) {
-        throw InputError(where, f, "accel does not support per-resource renames yet",
-                         "use renameByDefault");
+      .On("rename", [&](const YAML::Node& v, const std::string& f) {
+        out.rename = ResourceName(where, YamlString(where, v, f), f);
       })
       .On("devices", [&](const YAML::Node& v, const std::string& f) {
-        if (IsPlainYamlScalar(v) && v.Scalar() == "all") return;  // what NVIDIA forces at run time anyway
+        // NVIDIA parses a count or a list too, then forces "all" at run time with a warning.
+        if (IsPlainYamlScalar(v) && v.Scalar() == "all") return;
         throw InputError(where, f, "accel does not support per-device selection yet",
                          "remove `devices` to share every device of the resource");
       })
@@ -83,14 +95,17 @@ void ParseTimeSlicingResource(const std::string& where, const YAML::Node& node,
   if (!node.IsMap()) throw InputError(where, field, "must be a mapping");
   if (!name) throw InputError(where, field + ".name", "is required");
   if (!replicas) throw InputError(where, field + ".replicas", "is required");
-  for (const auto& [existing, unused] : out->resources) {
-    if (existing == *name) throw InputError(where, field + ".name", "duplicate resource " + *name);
-  }
-  out->resources.emplace_back(*name, static_cast<int>(*replicas));
+  out.name = *name;
+  out.replicas = static_cast<int>(*replicas);
+  return out;
 }
 
-void ParseTimeSlicing(const std::string& where, const YAML::Node& node, const std::string& field,
-                      TimeSlicing* out) {
+// sharing.timeSlicing or sharing.mps. `fail_default` is NVIDIA's default of
+// failRequestsGreaterThanOne for the strategy.
+void ParseReplicated(const std::string& where, const YAML::Node& node, const std::string& field,
+                     int max_replicas, const std::string& too_many, bool fail_default,
+                     ReplicatedResources* out) {
+  out->fail_requests_greater_than_one = fail_default;
   YamlMapReader(where, node, field)
       .On("renameByDefault", [&](const YAML::Node& v, const std::string& f) {
         out->rename_by_default = YamlBool(where, v, f);
@@ -101,7 +116,10 @@ void ParseTimeSlicing(const std::string& where, const YAML::Node& node, const st
       .On("resources", [&](const YAML::Node& v, const std::string& f) {
         if (!v.IsSequence()) throw InputError(where, f, "must be a list");
         for (size_t i = 0; i < v.size(); ++i) {
-          ParseTimeSlicingResource(where, v[i], f + "[" + std::to_string(i) + "]", out);
+          std::string item = f + "[" + std::to_string(i) + "]";
+          SharedResource r = ParseSharedResource(where, v[i], item, max_replicas, too_many);
+          if (out->Find(r.name)) throw InputError(where, item + ".name", "duplicate resource " + r.name);
+          out->resources.push_back(std::move(r));
         }
       })
       .Run();
@@ -109,17 +127,43 @@ void ParseTimeSlicing(const std::string& where, const YAML::Node& node, const st
     throw InputError(where, field + ".resources", "no resources specified",
                      "list {name: nvidia.com/gpu, replicas: N} entries");
   }
+  // The advertised names: valid resource names (".shared" may push one past 63 characters),
+  // and two entries may not be advertised under one name.
+  std::set<std::string> advertised;
+  for (size_t i = 0; i < out->resources.size(); ++i) {
+    const SharedResource& r = out->resources[i];
+    std::string item = field + ".resources[" + std::to_string(i) + "]";
+    std::string name = out->AdvertisedName(r);
+    ResourceName(where, name, item + (r.rename.empty() ? ".name" : ".rename"));
+    if (!advertised.insert(name).second) {
+      throw InputError(where, item, "two resources would be advertised as " + name,
+                       "give each a different rename");
+    }
+  }
 }
 
 void ParseSharing(const std::string& where, const YAML::Node& node, PluginConfig* config) {
   YamlMapReader(where, node, "sharing")
       .On("timeSlicing", [&](const YAML::Node& v, const std::string& f) {
-        ParseTimeSlicing(where, v, f, &config->time_slicing);
+        ParseReplicated(where, v, f, kMaxTimeSlicingReplicas,
+                        "accel advertises at most 1024 replicas per device (each is one ID in "
+                        "every ListAndWatch message)",
+                        false, &config->time_slicing);
       })
-      .On("mps", [&](const YAML::Node&, const std::string& f) {
-        throw InputError(where, f, "MPS not supported", "use sharing.timeSlicing");
+      .On("mps", [&](const YAML::Node& v, const std::string& f) {
+        // NVIDIA: failRequestsGreaterThanOne is true for MPS unless the file relaxes it (one
+        // client of a GPU's 1/N slice per container; more would not add up to more compute).
+        ParseReplicated(where, v, f, kMaxMpsReplicas,
+                        "an MPS server serves at most 48 clients per GPU (Volta and newer)", true,
+                        &config->mps);
       })
       .Run();
+  if (!config->time_slicing.resources.empty() && !config->mps.resources.empty()) {
+    throw InputError(where, "sharing",
+                     "sharing.timeSlicing and sharing.mps are mutually exclusive (NVIDIA's plugin "
+                     "would silently use mps only)",
+                     "keep one of them; use separate node configs for the two kinds of nodes");
+  }
 }
 
 void ParsePluginFlags(const std::string& where, const YAML::Node& node, PluginConfig* config) {
@@ -145,7 +189,8 @@ void ParsePluginFlags(const std::string& where, const YAML::Node& node, PluginCo
       .Run();
 }
 
-void ParseFlags(const std::string& where, const YAML::Node& node, PluginConfig* config) {
+void ParseFlags(const std::string& where, const YAML::Node& node, PluginConfig* config,
+                std::string* mps_root_field) {
   std::optional<std::string> dev_root, driver_root;
   YamlMapReader(where, node, "flags")
       .On("migStrategy", [&](const YAML::Node& v, const std::string& f) {
@@ -162,16 +207,47 @@ void ParseFlags(const std::string& where, const YAML::Node& node, PluginConfig* 
       .On("plugin", [&](const YAML::Node& v, const std::string&) {
         ParsePluginFlags(where, v, config);
       })
+      .On("mpsRoot", [&](const YAML::Node& v, const std::string& f) {
+        config->mps_settings.root = YamlString(where, v, f);
+        *mps_root_field = f;
+      })
+      .On("mpsControlPath", [&](const YAML::Node& v, const std::string& f) {
+        config->mps_settings.control_path = YamlString(where, v, f);
+        if (!config->mps_settings.control_path.empty() &&
+            config->mps_settings.control_path.front() != '/') {
+          throw InputError(where, f, "must be an absolute path",
+                           "name the binary, e.g. /usr/bin/nvidia-cuda-mps-control, or leave it "
+                           "empty to search PATH and the driver root");
+        }
+      })
       .Ignore({"failOnInitError", "gdrcopyEnabled", "gdsEnabled", "mofedEnabled",
-               "useNodeFeatureAPI", "deviceDiscoveryStrategy", "mpsRoot", "gfd"})
+               "useNodeFeatureAPI", "deviceDiscoveryStrategy", "gfd"})
       .Run();
   // As in NVIDIA's plugin, device nodes live under the driver root unless told otherwise.
+  if (driver_root && !driver_root->empty()) config->driver_root = *driver_root;
   if (dev_root) {
     config->dev_root = *dev_root;
   } else if (driver_root) {
     config->dev_root = *driver_root;
   }
   if (config->dev_root.empty()) config->dev_root = "/";
+}
+
+// NVIDIA's validateFlags for MPS, plus the root accel creates directories under.
+void CheckMps(const std::string& where, const std::string& mps_root_field,
+              const PluginConfig& config) {
+  if (config.mps.resources.empty()) return;
+  if (config.mig_strategy == MigStrategy::kMixed) {
+    throw InputError(where, "flags.migStrategy", "migStrategy mixed is not supported with MPS",
+                     "MPS shares whole GPUs: use migStrategy none (or single on GPUs without MIG)");
+  }
+  const std::string& root = config.mps_settings.root;
+  std::string field = mps_root_field.empty() ? "flags.mpsRoot" : mps_root_field;
+  if (root.empty()) {
+    throw InputError(where, field, "using MPS requires flags.mpsRoot",
+                     "set it to a host directory, e.g. /run/nvidia/mps");
+  }
+  if (root.front() != '/') throw InputError(where, field, "must be an absolute path");
 }
 
 void ParseHealth(const std::string& where, const YAML::Node& node, HealthPolicy* health) {
@@ -203,13 +279,16 @@ void ParseHealth(const std::string& where, const YAML::Node& node, HealthPolicy*
 
 PluginConfig ParsePluginConfig(const YAML::Node& node, const std::string& where) {
   PluginConfig config;
+  std::string mps_root_field;
   YamlMapReader(where, node, "")
       .On("version", [&](const YAML::Node& v, const std::string& f) {
         std::string version = YamlString(where, v, f);
         if (version != "v1") throw InputError(where, f, "unknown version '" + version + "'",
                                               "only v1 is supported");
       })
-      .On("flags", [&](const YAML::Node& v, const std::string&) { ParseFlags(where, v, &config); })
+      .On("flags", [&](const YAML::Node& v, const std::string&) {
+        ParseFlags(where, v, &config, &mps_root_field);
+      })
       .On("sharing",
           [&](const YAML::Node& v, const std::string&) { ParseSharing(where, v, &config); })
       .On("health",
@@ -223,7 +302,39 @@ PluginConfig ParsePluginConfig(const YAML::Node& node, const std::string& where)
       // NVIDIA parses resources.gpus/mig patterns but ignores them at run time; so does accel.
       .Ignore({"resources", "imex"})
       .Run();
+  CheckMps(where, mps_root_field, config);
   return config;
+}
+
+std::string ReplicatedResources::AdvertisedName(const SharedResource& r) const {
+  if (!r.rename.empty()) return r.rename;
+  return rename_by_default ? r.name + ".shared" : r.name;
+}
+
+const SharedResource* ReplicatedResources::Find(const std::string& name) const {
+  for (const SharedResource& r : resources) {
+    if (r.name == name) return &r;
+  }
+  return nullptr;
+}
+
+SharingStrategy PluginConfig::sharing_strategy() const {
+  if (!mps.resources.empty()) return SharingStrategy::kMps;
+  if (!time_slicing.resources.empty()) return SharingStrategy::kTimeSlicing;
+  return SharingStrategy::kNone;
+}
+
+const ReplicatedResources& PluginConfig::sharing() const {
+  return sharing_strategy() == SharingStrategy::kMps ? mps : time_slicing;
+}
+
+const char* SharingStrategyName(SharingStrategy s) {
+  switch (s) {
+    case SharingStrategy::kNone: return "none";
+    case SharingStrategy::kTimeSlicing: return "time-slicing";
+    case SharingStrategy::kMps: return "mps";
+  }
+  return "none";
 }
 
 const char* MigStrategyName(MigStrategy s) {

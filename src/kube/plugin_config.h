@@ -1,7 +1,8 @@
-// PluginConfig: how the node agent advertises devices to the kubelet — MIG strategy,
-// time-slicing, how Allocate names devices, health policy. The YAML reader accepts NVIDIA
-// k8s-device-plugin's config file (version v1: flags.migStrategy, flags.plugin.*,
-// sharing.timeSlicing) so existing configs keep working, plus accel's own `health` section.
+// PluginConfig: how the node agent advertises devices to the kubelet — MIG strategy, sharing
+// (time-slicing or MPS), how Allocate names devices, health policy. The YAML reader accepts
+// NVIDIA k8s-device-plugin's config file (version v1: flags.migStrategy, flags.mpsRoot,
+// flags.plugin.*, sharing.timeSlicing, sharing.mps) so existing configs keep working, plus
+// accel's own `health`, `pluginDir` and `flags.mpsControlPath`.
 //
 // Plain data; the parser is stateless and thread-safe.
 #pragma once
@@ -33,14 +34,51 @@ enum class DeviceListStrategy {
   kCdiCri,          ///< ContainerAllocateResponse.cdi_devices
 };
 
-/// sharing.timeSlicing.
-struct TimeSlicing {
-  /// Advertise shared resources as "<name>.shared" (nvidia.com/gpu.shared).
+/// The sharing strategy a config asks for (NVIDIA's Sharing.SharingStrategy()).
+enum class SharingStrategy {
+  kNone,         ///< every unit advertised once
+  kTimeSlicing,  ///< sharing.timeSlicing: replicas with no memory or fault isolation
+  kMps,          ///< sharing.mps: replicas served through an MPS control daemon per resource
+};
+
+/// One `resources[]` entry of sharing.timeSlicing or sharing.mps.
+struct SharedResource {
+  /// Full resource name the entry shares, e.g. "nvidia.com/gpu" ("gpu" is read as that).
+  std::string name;
+  /// Replicas per unit (>= 2; MPS: at most kMaxMpsReplicas).
+  int replicas = 2;
+  /// `rename`: the full name the shared resource is advertised under instead; empty = none.
+  std::string rename;
+};
+
+/// sharing.timeSlicing or sharing.mps (NVIDIA's ReplicatedResources).
+struct ReplicatedResources {
+  /// Resources without a `rename` are advertised as "<name>.shared" (nvidia.com/gpu.shared).
   bool rename_by_default = false;
-  /// Refuse Allocate requests of more than one replica.
+  /// Allocate refuses requests of more than one replica. Defaults: false for time-slicing
+  /// (NVIDIA's backward compatibility), true for MPS unless the file says false.
   bool fail_requests_greater_than_one = false;
-  /// Resource name (e.g. "nvidia.com/gpu", "nvidia.com/mig-1g.10gb") → replicas (≥ 2).
-  std::vector<std::pair<std::string, int>> resources;
+  /// In file order; names unique.
+  std::vector<SharedResource> resources;
+
+  /// The name `r` is advertised under: its rename, else "<name>.shared" when
+  /// rename_by_default, else its name.
+  std::string AdvertisedName(const SharedResource& r) const;
+  /// The entry for resource `name`, or null.
+  const SharedResource* Find(const std::string& name) const;
+};
+
+/// An MPS server serves at most 48 clients on Volta and newer GPUs (16 before Volta), so an MPS
+/// resource has at most this many replicas per GPU (NVIDIA's mps-control-daemon refuses more).
+inline constexpr int kMaxMpsReplicas = 48;
+
+/// How the node agent runs MPS (NVIDIA's flags.mpsRoot plus accel's flags.mpsControlPath).
+struct MpsSettings {
+  /// flags.mpsRoot: host directory holding <resource>/pipe, <resource>/log per MPS resource.
+  std::string root = "/run/nvidia/mps";
+  /// flags.mpsControlPath (accel): the nvidia-cuda-mps-control binary; empty = search PATH,
+  /// then <driver root>/usr/bin and <driver root>/bin.
+  std::string control_path;
 };
 
 /// When a device is taken out of service and put back.
@@ -58,7 +96,11 @@ struct PluginConfig {
   /// The kubelet's device-plugin directory (kubelet.sock lives there).
   std::string plugin_dir = "/var/lib/kubelet/device-plugins";
   MigStrategy mig_strategy = MigStrategy::kNone;
-  TimeSlicing time_slicing;
+  /// sharing.timeSlicing; empty resources when absent.
+  ReplicatedResources time_slicing;
+  /// sharing.mps (fail_requests_greater_than_one defaults to true here); empty when absent.
+  ReplicatedResources mps;
+  MpsSettings mps_settings;
   /// flags.plugin.deviceListStrategy (NVIDIA); default envvar.
   std::vector<DeviceListStrategy> device_list = {DeviceListStrategy::kEnvvar};
   /// flags.plugin.deviceIDStrategy: false = UUIDs (default), true = indices ("0", "1:2").
@@ -69,23 +111,36 @@ struct PluginConfig {
   std::string cdi_annotation_prefix = "cdi.k8s.io/";
   /// flags.nvidiaDevRoot: prefix of device node paths on the host.
   std::string dev_root = "/";
+  /// flags.nvidiaDriverRoot: where the driver's files (and nvidia-cuda-mps-control) are.
+  std::string driver_root = "/";
   /// flags.plugin.sharedDevicesAllocationPolicy.
   ReplicaPolicy replica_policy = ReplicaPolicy::kDistributed;
   HealthPolicy health;
+
+  /// MPS when sharing.mps has resources, time-slicing when sharing.timeSlicing has, else none
+  /// (the file may not name both).
+  SharingStrategy sharing_strategy() const;
+  /// The resources of the active strategy (time_slicing for none: empty).
+  const ReplicatedResources& sharing() const;
 };
 
-/// Reads a config node (NVIDIA's v1 schema + `health` + `pluginDir`); a null node gives the
-/// defaults. NVIDIA keys with no meaning for accel (failOnInitError, gfd.*, resources, imex,
-/// gdrcopy/gds/mofed, mpsRoot, nvidiaCTKPath, ...) are accepted and ignored; nvidiaDriverRoot
-/// only serves as dev_root when nvidiaDevRoot is absent (as in NVIDIA's plugin). A bare
-/// time-slicing name gets "nvidia.com/". health.ignoredXids replaces the default set.
+/// Reads a config node (NVIDIA's v1 schema + `health` + `pluginDir` + flags.mpsControlPath); a
+/// null node gives the defaults. NVIDIA keys with no meaning for accel (failOnInitError, gfd.*,
+/// resources, imex, gdrcopy/gds/mofed, nvidiaCTKPath, ...) are accepted and ignored;
+/// nvidiaDriverRoot also serves as dev_root when nvidiaDevRoot is absent (as in NVIDIA's
+/// plugin). A bare resource name (`name`, `rename`) gets "nvidia.com/". health.ignoredXids
+/// replaces the default set.
 /// Errors: InputError with where = `where` (file name) and the key path as field, for unknown
-/// keys, bad scalars (YAML 1.1 typing, as NVIDIA reads them), replicas < 2, unknown strategies,
-/// `rename`, `devices` other than "all" ("accel does not support per-device selection yet"),
-/// and sharing.mps ("MPS not supported").
+/// keys, bad scalars (YAML 1.1 typing, as NVIDIA reads them), replicas < 2 (or > 48 for MPS),
+/// unknown strategies, invalid or clashing resource names, `devices` other than "all" ("accel
+/// does not support per-device selection yet"), both sharing.timeSlicing and sharing.mps, MPS
+/// with migStrategy mixed or with an empty or relative flags.mpsRoot (NVIDIA's own refusals).
 PluginConfig ParsePluginConfig(const YAML::Node& node, const std::string& where);
 
 /// "none", "single", "mixed".
 const char* MigStrategyName(MigStrategy s);
+
+/// GFD's gpu.sharing-strategy values: "none", "time-slicing", "mps".
+const char* SharingStrategyName(SharingStrategy s);
 
 }  // namespace accel::kube

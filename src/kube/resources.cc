@@ -1,5 +1,6 @@
-// BuildResources: NVIDIA's MIG strategies (internal/rm and mig-strategy.go) and time-slicing
-// replicas, plus one resource per other vendor.
+// BuildResources: NVIDIA's MIG strategies (internal/rm and mig-strategy.go) and the replicas of
+// time-slicing and MPS (internal/rm/rm.go, api/config/v1/sharing.go), plus one resource per other
+// vendor.
 #include "kube/resources.h"
 
 #include <algorithm>
@@ -129,16 +130,54 @@ std::string SocketName(const std::string& resource, std::set<std::string>* taken
   return name;
 }
 
+// "sharing.timeSlicing" or "sharing.mps": where the active strategy's resources are in the file.
+std::string SharingField(const PluginConfig& config) {
+  return config.sharing_strategy() == SharingStrategy::kMps ? "sharing.mps" : "sharing.timeSlicing";
+}
+
+// The shared resources must name something this node advertises, and MPS only whole NVIDIA GPUs.
+void CheckSharing(const std::vector<Group>& groups, const std::vector<NodeDevice>& devices,
+                  const PluginConfig& config) {
+  const ReplicatedResources& sharing = config.sharing();
+  bool mps = config.sharing_strategy() == SharingStrategy::kMps;
+  for (size_t i = 0; i < sharing.resources.size(); ++i) {
+    const std::string& name = sharing.resources[i].name;
+    std::string field = SharingField(config) + ".resources[" + std::to_string(i) + "].name";
+    auto group = std::find_if(groups.begin(), groups.end(),
+                              [&](const Group& g) { return g.name == name; });
+    if (group == groups.end()) {
+      throw InputError(kWhere, field,
+                       "resource " + name + " names no device on this node under migStrategy " +
+                           MigStrategyName(config.mig_strategy));
+    }
+    if (!mps) continue;
+    if (group->vendor != devices::Vendor::kNvidia) {
+      throw InputError(kWhere, field, "MPS shares NVIDIA GPUs only, not " + name,
+                       "use sharing.timeSlicing for other vendors' devices");
+    }
+    for (size_t unit : group->units) {
+      if (devices[unit].is_mig()) {
+        throw InputError(kWhere, field,
+                         "sharing using MPS is not supported for MIG devices (" + name +
+                             " holds MIG devices under migStrategy " +
+                             MigStrategyName(config.mig_strategy) + ")",
+                         "disable MIG on the node's GPUs, or use migStrategy none");
+      }
+    }
+  }
+}
+
 PluginResource MakeResource(const Group& group, const std::vector<NodeDevice>& devices,
-                            const TimeSlicing& sharing) {
+                            const PluginConfig& config) {
   PluginResource r;
-  r.name = group.name;
+  r.name = r.base_name = group.name;
   r.vendor = group.vendor;
-  for (const auto& [name, replicas] : sharing.resources) {
-    if (name != group.name) continue;
-    r.replicas = replicas;
+  const ReplicatedResources& sharing = config.sharing();
+  if (const SharedResource* shared = sharing.Find(group.name)) {
+    r.name = sharing.AdvertisedName(*shared);
+    r.replicas = shared->replicas;
+    r.sharing = config.sharing_strategy();
     r.fail_requests_greater_than_one = sharing.fail_requests_greater_than_one;
-    if (sharing.rename_by_default) r.name += ".shared";
   }
   for (size_t unit : group.units) {
     if (r.replicas == 1) {
@@ -157,21 +196,18 @@ PluginResource MakeResource(const Group& group, const std::vector<NodeDevice>& d
 std::vector<PluginResource> BuildResources(const std::vector<NodeDevice>& devices,
                                            const PluginConfig& config) {
   std::vector<Group> groups = GroupByStrategy(devices, config.mig_strategy);
-  for (size_t i = 0; i < config.time_slicing.resources.size(); ++i) {
-    const std::string& name = config.time_slicing.resources[i].first;
-    bool found = std::any_of(groups.begin(), groups.end(),
-                             [&](const Group& g) { return g.name == name; });
-    if (!found) {
-      throw InputError(kWhere, "sharing.timeSlicing.resources[" + std::to_string(i) + "].name",
-                       "resource " + name + " names no device on this node under migStrategy " +
-                           MigStrategyName(config.mig_strategy));
-    }
-  }
+  CheckSharing(groups, devices, config);
   std::vector<PluginResource> out;
-  std::set<std::string> sockets;
+  std::set<std::string> sockets, names;
   for (const Group& group : groups) {
-    out.push_back(MakeResource(group, devices, config.time_slicing));
-    out.back().socket_name = SocketName(out.back().name, &sockets);
+    out.push_back(MakeResource(group, devices, config));
+    PluginResource& r = out.back();
+    if (!names.insert(r.name).second) {
+      throw InputError(kWhere, SharingField(config),
+                       "two resources of this node would both be advertised as " + r.name,
+                       "rename the shared resource to a name no other resource has");
+    }
+    r.socket_name = SocketName(r.name, &sockets);
   }
   return out;
 }

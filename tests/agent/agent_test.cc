@@ -1,10 +1,11 @@
 // The node agent: its config file (every key, strict errors) and the Agent on the fake NVML —
-// metrics over HTTP, the feature file, the device plugin against an in-test kubelet, reload,
-// and a node with no accelerators.
+// metrics over HTTP, the feature file, the device plugin against an in-test kubelet, MPS with
+// the fake control daemon, reload, and a node with no accelerators.
 #include "agent/agent.h"
 
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -79,7 +80,7 @@ mig: {enabled: true, configFile: /etc/m.yaml, config: all-1g.10gb, stateFile: /t
   EXPECT_EQ(c.exporter.pod_resources_socket, "/run/pr.sock");
   EXPECT_EQ(c.device_plugin.config.mig_strategy, kube::MigStrategy::kMixed);
   ASSERT_EQ(c.device_plugin.config.time_slicing.resources.size(), 1u);
-  EXPECT_EQ(c.device_plugin.config.time_slicing.resources[0].second, 4);
+  EXPECT_EQ(c.device_plugin.config.time_slicing.resources[0].replicas, 4);
   EXPECT_EQ(c.labels.file, "/tmp/f/accel");
   EXPECT_EQ(c.labels.interval.count(), 120000);
   EXPECT_TRUE(c.mig.enabled);
@@ -101,10 +102,13 @@ TEST(AgentConfig, RefusesBadInputNamingTheKey) {
       {"vendors: nvidia", "vendors", "must be a list"},
       {"exporter: {collectInterval: 5h}", "exporter.collectInterval", "not a positive duration"},
       {"labels: {interval: 0s}", "labels.interval", "not a positive duration"},
-      {"labels: {enabled: maybe}", "labels.enabled", "not a boolean"},
+      {"labels: {enabled: maybe}", "labels.enabled", "true or false"},
       {"mig: [1, 2]", "mig", "must be a mapping"},
       {"devicePlugin: {config: {flags: {migStrategy: some}}}", "flags.migStrategy", ""},
-      {"devicePlugin: {config: {sharing: {mps: {}}}}", "sharing.mps", ""},
+      {"devicePlugin: {config: {sharing: {mps: {}}}}", "sharing.mps.resources", "no resources"},
+      {"devicePlugin: {config: {flags: {migStrategy: mixed}, sharing: {mps: {resources: "
+       "[{name: gpu, replicas: 2}]}}}}",
+       "flags.migStrategy", "not supported with MPS"},
       {"exporter: [", "", "not valid YAML"},
   };
   for (const Case& c : cases) {
@@ -144,7 +148,19 @@ class AgentOnFakeNvml : public ::testing::Test {
     setenv("FAKE_NVML_CONFIG",
            (std::string(ACCEL_SOURCE_DIR) + "/tests/fakes/nvml/examples/h100x8-mig.json").c_str(), 1);
   }
-  void TearDown() override { fs::remove_all(dir_); }
+  void TearDown() override {
+    // No MPS control daemon (the fake's) may outlive a failed test.
+    std::error_code error;
+    for (auto it = fs::recursive_directory_iterator(dir_, error); it != fs::end(it); ++it) {
+      if (it->path().filename() != "nvidia-cuda-mps-control.pid") continue;
+      pid_t pid = std::atoi(ReadAll(it->path()).c_str());
+      if (pid > 0 && fs::read_symlink("/proc/" + std::to_string(pid) + "/exe", error).filename() ==
+                         "nvidia-cuda-mps-control") {
+        kill(pid, SIGKILL);
+      }
+    }
+    fs::remove_all(dir_);
+  }
 
   AgentConfig Config(const std::string& plugin_yaml = "{}") {
     std::ostringstream y;
@@ -217,6 +233,62 @@ TEST_F(AgentOnFakeNvml, ServesMetricsLabelsAndDevicePlugins) {
   auto gpu = kubelet.Resource("nvidia.com/gpu");
   ASSERT_TRUE(gpu.has_value());
   EXPECT_TRUE(gpu->devices.empty());
+}
+
+TEST_F(AgentOnFakeNvml, MpsDaemonServesTheGpusAndIsRestartedWhenItDies) {
+  // build/tests/fakes/mps/nvidia-cuda-mps-control: the fake control daemon.
+  std::string control =
+      (fs::path(ACCEL_FAKE_NVML).parent_path().parent_path() / "mps/nvidia-cuda-mps-control").string();
+  fs::path mps = dir_ / "mps";
+  test_support::FakeDevicePluginKubelet kubelet((dir_ / "dp").string());
+  Agent agent(Log());
+  agent.Start(Config("{flags: {mpsRoot: " + mps.string() + ", mpsControlPath: " + control +
+                     "}, sharing: {mps: {resources: [{name: nvidia.com/gpu, replicas: 2}]}}}"));
+  AgentStatus s = agent.status();
+  EXPECT_EQ(Count(s, "nvidia.com/gpu"), 16u);  // 8 whole GPUs (strategy none) × 2
+  ASSERT_EQ(s.mps.size(), 1u);
+  ASSERT_TRUE(s.mps[0].up) << s.mps[0].error;
+  EXPECT_EQ(s.mps[0].pipe_dir, (mps / "nvidia.com/gpu/pipe").string());
+  // Started before the plugins with NVIDIA's commands: -d, a memory limit per GPU, the threads.
+  fs::path commands = mps / "nvidia.com/gpu/log/fake-commands.log";
+  std::string log = ReadAll(commands);
+  EXPECT_EQ(log.rfind("-d\n", 0), 0u) << log;
+  EXPECT_NE(log.find("set_default_active_thread_percentage 50"), std::string::npos) << log;
+  EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 10) << log;  // -d, 8 limits, threads
+
+  ASSERT_TRUE(kubelet.WaitForResource(
+      "nvidia.com/gpu", [](const auto& p) { return p.healthy() == 16; }, std::chrono::seconds(10)));
+  auto gpu = kubelet.Resource("nvidia.com/gpu");
+  v1beta1::AllocateResponse response;
+  ASSERT_TRUE(kubelet.Allocate("nvidia.com/gpu", {gpu->devices[3].id}, &response).ok());
+  const auto& c = response.container_responses(0);
+  EXPECT_EQ(c.envs().at("CUDA_MPS_PIPE_DIRECTORY"), "/mps/nvidia.com/gpu/pipe");
+  ASSERT_EQ(c.mounts_size(), 2);
+  EXPECT_EQ(c.mounts(0).host_path(), (mps / "nvidia.com/gpu/pipe").string());
+  EXPECT_EQ(c.mounts(1).host_path(), "/dev/shm");
+  // failRequestsGreaterThanOne is MPS's default.
+  EXPECT_FALSE(kubelet.Allocate("nvidia.com/gpu", {gpu->devices[0].id, gpu->devices[2].id},
+                                &response).ok());
+  std::string labels = ReadAll(dir_ / "features.d/accel");
+  EXPECT_NE(labels.find("nvidia.com/gpu.sharing-strategy=mps\n"), std::string::npos) << labels;
+  EXPECT_NE(labels.find("nvidia.com/mps.capable=true\n"), std::string::npos) << labels;
+
+  // The daemon dies: every replica turns Unhealthy, then the agent restarts it (checks every
+  // 5 s, first restart 1 s later) and they come back.
+  kill(s.mps[0].pid, SIGKILL);
+  EXPECT_TRUE(kubelet.WaitForResource(
+      "nvidia.com/gpu", [](const auto& p) { return p.healthy() == 0; }, std::chrono::seconds(20)));
+  EXPECT_TRUE(kubelet.WaitForResource(
+      "nvidia.com/gpu", [](const auto& p) { return p.healthy() == 16; }, std::chrono::seconds(20)));
+  s = agent.status();
+  EXPECT_TRUE(s.mps[0].up);
+  EXPECT_EQ(s.mps[0].restarts, 1);
+
+  EXPECT_TRUE(agent.Stop());
+  log = ReadAll(commands);
+  EXPECT_EQ(log.substr(log.size() - 5), "quit\n");  // after the plugins withdrew
+  EXPECT_FALSE(fs::exists(mps / "nvidia.com/gpu/pipe/nvidia-cuda-mps-control.pid"));
+  EXPECT_TRUE(kubelet.Resource("nvidia.com/gpu")->devices.empty());
 }
 
 TEST_F(AgentOnFakeNvml, ReloadSwitchesTheStrategyAndKeepsTheOldConfigOnError) {

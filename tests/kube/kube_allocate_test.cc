@@ -1,5 +1,6 @@
 // AllocateContainer per vendor and device-list strategy (shapes after NVIDIA's
-// internal/plugin/server_test.go and internal/rm/rm_test.go ValidateRequest).
+// internal/plugin/server_test.go, internal/plugin/mps.go and internal/rm/rm_test.go
+// ValidateRequest).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -95,6 +96,50 @@ TEST(KubeAllocate, FailRequestsGreaterThanOne) {
   config.time_slicing.fail_requests_greater_than_one = false;
   resources = BuildResources(node, config);
   EXPECT_NO_THROW(AllocateContainer(resources[0], node, config, {"GPU-0::0", "GPU-0::1"}));
+}
+
+// "container<-host:ro|rw" per mount.
+std::vector<std::string> Mounts(const ContainerAllocation& a) {
+  std::vector<std::string> out;
+  for (const MountSpec& m : a.mounts) {
+    out.push_back(m.container_path + "<-" + m.host_path + (m.read_only ? ":ro" : ":rw"));
+  }
+  return out;
+}
+
+TEST(KubeAllocate, MpsGivesThePipeDirectoryAndSharedMemory) {
+  std::vector<NodeDevice> node = {Gpu(0), Gpu(1)};
+  PluginConfig config = Config("sharing: {mps: {resources: [{name: gpu, replicas: 4}]}}");
+  auto resources = BuildResources(node, config);
+  ContainerAllocation a = AllocateContainer(resources[0], node, config, {"GPU-1::2"});
+  EXPECT_THAT(a.envs, ElementsAre(Pair("CUDA_MPS_PIPE_DIRECTORY", "/mps/nvidia.com/gpu/pipe"),
+                                  Pair("NVIDIA_VISIBLE_DEVICES", "GPU-1")));
+  EXPECT_THAT(Mounts(a),
+              ElementsAre("/mps/nvidia.com/gpu/pipe<-/run/nvidia/mps/nvidia.com/gpu/pipe:rw",
+                          "/dev/shm<-/dev/shm:rw"));
+  // failRequestsGreaterThanOne is MPS's default: one replica per container.
+  EXPECT_THAT(AllocationMessage(resources[0], node, config, {"GPU-0::0", "GPU-1::0"}),
+              HasSubstr("maximum request size for shared resources is 1"));
+
+  // Renamed, another root, relaxed: the renamed resource's own pipe directory.
+  config = Config(R"(
+flags: {mpsRoot: /var/run/mps/}
+sharing: {mps: {renameByDefault: true, failRequestsGreaterThanOne: false,
+                resources: [{name: gpu, replicas: 2}]}}
+)");
+  resources = BuildResources(node, config);
+  a = AllocateContainer(resources[0], node, config, {"GPU-0::0", "GPU-1::1"});
+  EXPECT_EQ(a.envs["CUDA_MPS_PIPE_DIRECTORY"], "/mps/nvidia.com/gpu.shared/pipe");
+  EXPECT_EQ(a.envs["NVIDIA_VISIBLE_DEVICES"], "GPU-0,GPU-1");
+  EXPECT_THAT(Mounts(a),
+              ElementsAre("/mps/nvidia.com/gpu.shared/pipe<-/var/run/mps/nvidia.com/gpu.shared/pipe:rw",
+                          "/dev/shm<-/dev/shm:rw"));
+  // Time-slicing gets none of it.
+  config = Config("sharing: {timeSlicing: {resources: [{name: gpu, replicas: 4}]}}");
+  resources = BuildResources(node, config);
+  a = AllocateContainer(resources[0], node, config, {"GPU-1::2"});
+  EXPECT_THAT(a.mounts, IsEmpty());
+  EXPECT_EQ(a.envs.count("CUDA_MPS_PIPE_DIRECTORY"), 0u);
 }
 
 TEST(KubeAllocate, CdiAnnotationsAndCri) {

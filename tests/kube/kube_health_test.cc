@@ -1,4 +1,5 @@
-// DeviceHealth with an injected clock: XID policy, MIG-scoped events, lost devices, recovery.
+// DeviceHealth with an injected clock: XID policy, MIG-scoped events, lost devices, recovery,
+// and the service (MPS control daemon) a shared unit needs.
 #include <gtest/gtest.h>
 
 #include "kube/device_health.h"
@@ -140,6 +141,27 @@ TEST_F(KubeHealthTest, ConfiguredIgnoredXids) {
   DeviceHealth h(node_, config.health);
   EXPECT_FALSE(h.OnEvent(Xid(0, 79), t0_));
   EXPECT_TRUE(h.OnEvent(Xid(0, 43), t0_));  // no longer in the (replaced) ignored set
+}
+
+TEST_F(KubeHealthTest, ServiceDownOverridesEveryPolicyUntilUp) {
+  DeviceHealth h(node_, HealthPolicy{});
+  EXPECT_TRUE(h.SetServiceDown({0, 4, 99}, true));  // 99: out of range, ignored
+  EXPECT_EQ(States(h, 5), (std::vector<bool>{false, true, true, true, false}));
+  EXPECT_FALSE(h.SetServiceDown({0}, true));  // no change
+  uint64_t generation = h.generation();
+  // A critical XID while the service is down keeps the unit out once the service is back.
+  h.OnEvent(Xid(0, 79), t0_);
+  EXPECT_TRUE(h.SetServiceDown({0, 4}, false));
+  EXPECT_GT(h.generation(), generation);
+  EXPECT_EQ(States(h, 5), (std::vector<bool>{false, true, true, true, true}));
+  // Health checks disabled: device faults never count, a service that is down still does.
+  HealthPolicy off;
+  off.enabled = false;
+  DeviceHealth disabled(node_, off);
+  disabled.SetServiceDown({1}, true);
+  EXPECT_FALSE(disabled.healthy(1));
+  disabled.SetServiceDown({1}, false);
+  EXPECT_TRUE(disabled.healthy(1));
 }
 
 }  // namespace

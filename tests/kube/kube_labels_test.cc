@@ -79,6 +79,7 @@ TEST_F(KubeLabelsTest, NoneStrategy) {
       {"nvidia.com/gpu.family", "hopper"},
       {"nvidia.com/mig.capable", "true"},
       {"nvidia.com/mig.strategy", "none"},
+      {"nvidia.com/mps.capable", "false"},
       {"nvidia.com/cuda.driver-version.major", "580"},
       {"nvidia.com/cuda.driver-version.minor", "95"},
       {"nvidia.com/cuda.driver-version.revision", "05"},
@@ -104,6 +105,26 @@ TEST_F(KubeLabelsTest, NoneWithTimeSlicing) {
       "sharing: {timeSlicing: {renameByDefault: true, resources: [{name: gpu, replicas: 10}]}}", *hgx_);
   EXPECT_EQ(renamed["nvidia.com/gpu.product"], "NVIDIA-H100-80GB-HBM3");
   EXPECT_EQ(renamed["nvidia.com/gpu.replicas"], "10");
+}
+
+TEST_F(KubeLabelsTest, MpsAsGfdLabelsIt) {
+  auto l = LabelsFor(*mixed_node_, "sharing: {mps: {resources: [{name: gpu, replicas: 4}]}}", *hgx_);
+  EXPECT_EQ(l["nvidia.com/gpu.sharing-strategy"], "mps");
+  EXPECT_EQ(l["nvidia.com/mps.capable"], "true");
+  EXPECT_EQ(l["nvidia.com/gpu.replicas"], "4");
+  EXPECT_EQ(l["nvidia.com/gpu.count"], "8");
+  EXPECT_EQ(l["nvidia.com/gpu.product"], "NVIDIA-H100-80GB-HBM3-SHARED");
+  // Renamed (by default or per resource): the name says it, the product does not.
+  auto renamed = LabelsFor(
+      *mixed_node_, "sharing: {mps: {resources: [{name: gpu, rename: gpu-quarter, replicas: 4}]}}",
+      *hgx_);
+  EXPECT_EQ(renamed["nvidia.com/gpu.product"], "NVIDIA-H100-80GB-HBM3");
+  EXPECT_EQ(renamed["nvidia.com/gpu.sharing-strategy"], "mps");
+  // Time-slicing says so and is not MPS-capable.
+  auto ts = LabelsFor(*mixed_node_, "sharing: {timeSlicing: {resources: [{name: gpu, replicas: 2}]}}",
+                      *hgx_);
+  EXPECT_EQ(ts["nvidia.com/mps.capable"], "false");
+  EXPECT_EQ(ts["nvidia.com/gpu.sharing-strategy"], "time-slicing");
 }
 
 TEST_F(KubeLabelsTest, MixedStrategy) {
@@ -228,12 +249,13 @@ TEST(KubeLabels, WriteFeatureFileIsAtomic) {
   for (const auto& e : fs::directory_iterator(file.parent_path())) entries += e.exists() ? 1 : 0;
   EXPECT_EQ(entries, 1);
 
-  // A path under a regular file cannot be written; the error names the path.
+  // A path under a regular file cannot be written; the error names the directory that cannot
+  // be made (common/atomic_file.h creates the directories first).
   try {
     WriteFeatureFile((file / "x").string(), {});
     FAIL() << "wrote under a file";
   } catch (const std::runtime_error& e) {
-    EXPECT_THAT(e.what(), HasSubstr((file / "x").string()));
+    EXPECT_THAT(e.what(), HasSubstr(file.string()));
   }
   fs::remove_all(dir);
 }

@@ -1,5 +1,5 @@
-// BuildResources per MIG strategy × time-slicing, on the fake H100×8 examples and hand-made
-// nodes for the single strategy's violations.
+// BuildResources per MIG strategy × sharing (time-slicing, MPS, renames), on the fake H100×8
+// examples and hand-made nodes for the single strategy's violations.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -77,6 +77,8 @@ sharing:
     resources: [{name: gpu, replicas: 4}]
 )"));
   ASSERT_THAT(Names(resources), ElementsAre("nvidia.com/gpu.shared"));
+  EXPECT_EQ(resources[0].base_name, "nvidia.com/gpu");
+  EXPECT_TRUE(resources[0].renamed());
   EXPECT_EQ(resources[0].socket_name, "accel-nvidia.com-gpu.shared.sock");
   EXPECT_TRUE(resources[0].fail_requests_greater_than_one);
   EXPECT_EQ(resources[0].devices.size(), 32u);
@@ -169,6 +171,79 @@ TEST_F(KubeResourcesTest, TimeSlicingOfAResourceNotOnTheNodeIsAnError) {
   } catch (const InputError& e) {
     EXPECT_EQ(e.field(), "sharing.timeSlicing.resources[0].name");
     EXPECT_THAT(e.problem(), HasSubstr("nvidia.com/mig-1g.10gb"));
+  }
+}
+
+TEST_F(KubeResourcesTest, MpsReplicasUseTheAnnotatedIdScheme) {
+  auto resources = BuildResources(
+      *mixed_node_, Config("sharing: {mps: {resources: [{name: nvidia.com/gpu, replicas: 4}]}}"));
+  ASSERT_THAT(Names(resources), ElementsAre("nvidia.com/gpu"));
+  const PluginResource& gpu = resources[0];
+  EXPECT_EQ(gpu.sharing, SharingStrategy::kMps);
+  EXPECT_EQ(gpu.replicas, 4);
+  EXPECT_TRUE(gpu.fail_requests_greater_than_one);  // MPS's default
+  ASSERT_EQ(gpu.devices.size(), 32u);
+  EXPECT_EQ(gpu.devices[0].id, "GPU-5f2e3c10-8b4d-4e6f-9a00-1c2d3e4f5000::0");
+  EXPECT_EQ(gpu.devices[3].replica, 3);
+  EXPECT_EQ(gpu.devices[4].device, gpu.devices[7].device);
+  // Under single with no GPU in MIG mode, nvidia.com/gpu is whole GPUs: MPS is fine.
+  std::vector<NodeDevice> plain = {testing::Gpu(0), testing::Gpu(1)};
+  auto single = BuildResources(
+      plain, Config("flags: {migStrategy: single}\nsharing: {mps: {resources: [{name: gpu, replicas: 2}]}}"));
+  EXPECT_EQ(single[0].sharing, SharingStrategy::kMps);
+  EXPECT_EQ(single[0].devices.size(), 4u);
+}
+
+TEST_F(KubeResourcesTest, RenamedMpsAndTimeSlicedResources) {
+  auto mps = BuildResources(*mixed_node_, Config(
+      "sharing: {mps: {resources: [{name: gpu, rename: gpu-mps, replicas: 2}]}}"));
+  ASSERT_THAT(Names(mps), ElementsAre("nvidia.com/gpu-mps"));
+  EXPECT_EQ(mps[0].base_name, "nvidia.com/gpu");
+  EXPECT_EQ(mps[0].socket_name, "accel-nvidia.com-gpu-mps.sock");
+  auto ts = BuildResources(*mixed_node_, Config(R"(
+flags: {migStrategy: mixed}
+sharing:
+  timeSlicing:
+    resources:
+    - {name: mig-1g.10gb, rename: mig-small, replicas: 2}
+)"));
+  ASSERT_THAT(Names(ts), ElementsAre("nvidia.com/gpu", "nvidia.com/mig-small"));
+  EXPECT_EQ(ts[1].devices.size(), 56u);
+  // A rename onto a name another resource of the node has is refused.
+  try {
+    BuildResources(*mixed_node_, Config(R"(
+flags: {migStrategy: mixed}
+sharing: {timeSlicing: {resources: [{name: mig-1g.10gb, rename: nvidia.com/gpu, replicas: 2}]}}
+)"));
+    FAIL() << "accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.field(), "sharing.timeSlicing");
+    EXPECT_THAT(e.problem(), HasSubstr("both be advertised as nvidia.com/gpu"));
+  }
+}
+
+TEST_F(KubeResourcesTest, MpsIsRefusedForMigDevicesAndOtherVendors) {
+  try {  // NVIDIA: "sharing using MPS is not supported for MIG devices"
+    BuildResources(*all_mig_node_, Config(
+        "flags: {migStrategy: single}\nsharing: {mps: {resources: [{name: gpu, replicas: 2}]}}"));
+    FAIL() << "accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.field(), "sharing.mps.resources[0].name");
+    EXPECT_THAT(e.problem(), HasSubstr("not supported for MIG devices"));
+  }
+  try {
+    BuildResources(testing::AmdDevices(),
+                   Config("sharing: {mps: {resources: [{name: amd.com/gpu, replicas: 2}]}}"));
+    FAIL() << "accepted";
+  } catch (const InputError& e) {
+    EXPECT_THAT(e.problem(), HasSubstr("NVIDIA GPUs only"));
+  }
+  try {
+    BuildResources(*mixed_node_, Config("sharing: {mps: {resources: [{name: gpu-x, replicas: 2}]}}"));
+    FAIL() << "accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.field(), "sharing.mps.resources[0].name");
+    EXPECT_THAT(e.problem(), HasSubstr("names no device"));
   }
 }
 

@@ -183,7 +183,7 @@ TEST_F(DevicePluginTest, UnknownDeviceIsInvalidArgumentNotACrash) {
 }
 
 TEST_F(DevicePluginTest, TimeSlicedReplicasSpreadOverGpus) {
-  config_.time_slicing.resources = {{"nvidia.com/gpu", 4}};
+  config_.time_slicing.resources = {{"nvidia.com/gpu", 4, ""}};
   DevicePluginServer server(Resource("nvidia.com/gpu"), Node());
   server.Start();
   ASSERT_TRUE(WaitListed("nvidia.com/gpu", 16));
@@ -214,7 +214,7 @@ TEST_F(DevicePluginTest, TimeSlicedReplicasSpreadOverGpus) {
 }
 
 TEST_F(DevicePluginTest, FailRequestsGreaterThanOneRefusesTwoReplicas) {
-  config_.time_slicing.resources = {{"nvidia.com/gpu", 4}};
+  config_.time_slicing.resources = {{"nvidia.com/gpu", 4, ""}};
   config_.time_slicing.fail_requests_greater_than_one = true;
   DevicePluginServer server(Resource("nvidia.com/gpu"), Node());
   server.Start();

@@ -31,6 +31,15 @@ The agent.yaml of one node group. Called with (dict "root" $ "name" NAME "group"
 {{- $ts := dict "renameByDefault" $g.timeSlicing.renameByDefault "failRequestsGreaterThanOne" $g.timeSlicing.failRequestsGreaterThanOne "resources" (list $resource) -}}
 {{- $_ := set $plugin "sharing" (dict "timeSlicing" $ts) -}}
 {{- end -}}
+{{- if and $g.mps (ge (int $g.mps.replicas) 2) -}}
+{{- if and $g.timeSlicing (ge (int $g.timeSlicing.replicas) 2) -}}
+{{- fail (printf "nodeGroups.%s: timeSlicing.replicas and mps.replicas are exclusive; set one of them to 0" .name) -}}
+{{- end -}}
+{{- $resource := dict "name" "nvidia.com/gpu" "replicas" (int $g.mps.replicas) -}}
+{{- $mps := dict "renameByDefault" $g.mps.renameByDefault "failRequestsGreaterThanOne" $g.mps.failRequestsGreaterThanOne "resources" (list $resource) -}}
+{{- $_ := set $plugin "sharing" (dict "mps" $mps) -}}
+{{- $_ := set $plugin.flags "mpsRoot" .root.Values.hostPaths.mpsRoot -}}
+{{- end -}}
 {{- /* Paths inside the container: the hostPaths are mounted there. */ -}}
 {{- $_ := set $plugin "pluginDir" "/var/lib/kubelet/device-plugins" -}}
 {{- $_ := set $agent "devicePlugin" (dict "enabled" true "config" $plugin) -}}
