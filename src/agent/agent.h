@@ -2,7 +2,8 @@
 // resource, re-registered across kubelet restarts) with its MPS control daemons when the config
 // shares GPUs through MPS, the node-label feature file and the MIG manager, all from one
 // AgentConfig over one set of vendor backends. `accel serve` runs every part; `accel exporter`
-// is the same agent with only the exporter part enabled (cli/daemon.h runs both). On a node without accelerators it still serves the host's topology and metrics.
+// is the same agent with only the exporter part enabled (cli/daemon.h runs both). On a node
+// without accelerators it still serves the host's topology and metrics.
 //
 // Thread-safety: Start, Reload and Stop are called from one control thread (the CLI's signal
 // loop); the parts run on their own threads.
