@@ -60,14 +60,6 @@ int main(int argc, char** argv) {
   for (const CommandEntry& c : kCommands) summaries[c.name] = c.summary;
   // Set before the subcommands exist, so every level of the tree inherits it.
   app.formatter(std::make_shared<accel::cli::SummaryFormatter>(summaries));
-  app.footer(
-      "Exit status (every command): 0 done; 1 the answer is no (does not fit, invalid config);\n"
-      "2 bad input (file, flag, field: nothing changed); 3 internal error (a bug: please report);\n"
-      "5 the system refused (permission, disk, port, socket). `accel doctor` adds 4: checks failed.\n\n"
-      "Start here:\n"
-      "  accel topo                                    # this host as accel sees it\n"
-      "  accel doctor                                  # what blocks GPUDirect RDMA here\n"
-      "  accel place --help                            # fit a flavor, with examples");
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("accel ") + accel::kVersion);
   int exit_code = accel::kExitOk;
@@ -81,6 +73,15 @@ int main(int argc, char** argv) {
   accel::cli::RegisterDoctor(app, &exit_code);
   accel::cli::RegisterExporter(app, &exit_code);
   for (const CommandEntry& c : kCommands) app.get_subcommand(c.name)->group(c.group);
+  // After the subcommands exist: a subcommand copies its parent's footer when it is created.
+  app.footer(
+      "Exit status (every command): 0 done; 1 the answer is no (does not fit, invalid config);\n"
+      "2 bad input (file, flag, field: nothing changed); 3 internal error (a bug: please report);\n"
+      "5 the system refused (permission, disk, port, socket). `accel doctor` adds 4: checks failed.\n\n"
+      "Start here:\n"
+      "  accel topo                                    # this host as accel sees it\n"
+      "  accel doctor                                  # what blocks GPUDirect RDMA here\n"
+      "  accel place --help                            # fit a flavor, with examples");
   // Errors a command did not handle itself end here, printed as "accel <command>: <error>".
   try {
     app.parse(argc, argv);
