@@ -368,7 +368,8 @@ void ReadClockEvents(NvmlReadContext& ctx, Sample& s) {
 // Where the field-value totals are refused: the per-link counters summed over active links.
 void ReadNvlinkErrorCounters(NvmlReadContext& ctx, Sample& s) {
   bool fields_refused =
-      ctx.Unsupported(NvmlSlot::kFieldNvlinkCrcFlit) && ctx.Unsupported(NvmlSlot::kFieldNvlinkReplay);
+      ctx.Unsupported(NvmlSlot::kFieldValues) ||
+      (ctx.Unsupported(NvmlSlot::kFieldNvlinkCrcFlit) && ctx.Unsupported(NvmlSlot::kFieldNvlinkReplay));
   const NvmlApi& api = ctx.api();
   if (!fields_refused || !api.nvmlDeviceGetNvLinkState ||
       !ctx.Want(NvmlSlot::kNvlinkErrorCounter, api.nvmlDeviceGetNvLinkErrorCounter != nullptr)) {
