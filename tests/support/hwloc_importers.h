@@ -9,6 +9,7 @@
 // child that accel's isolated importer forks) imports anything. Header only.
 #pragma once
 
+#include <ostream>
 #include <string>
 
 namespace accel::test_support {
@@ -22,5 +23,10 @@ struct HwlocImporter {
 /// Both importers. The libxml2 one is really used only where libhwloc-plugins is installed
 /// (scripts/setup.sh installs it); elsewhere hwloc runs the minimal one for it as well.
 inline const HwlocImporter kHwlocImporters[] = {{"minimal", "0"}, {"libxml2", "1"}};
+
+/// Prints the importer's name in test output (found by argument-dependent lookup).
+inline void PrintTo(const HwlocImporter& importer, std::ostream* os) {
+  *os << importer.name << " (HWLOC_LIBXML=" << importer.hwloc_libxml << ")";
+}
 
 }  // namespace accel::test_support

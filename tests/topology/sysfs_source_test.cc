@@ -173,9 +173,11 @@ TEST_F(SysfsSource, EveryFixtureHostRoundTrips) {
     std::vector<std::string> diffs = Differences(want, got);
     EXPECT_TRUE(diffs.empty()) << Join(diffs);
     // Fixture link speeds are hwloc's exact Gen/width values: they come back to the digit.
-    for (const PciDevice& w : want.pci)
-      if (const PciDevice* g = got.FindPci(w.address))
+    for (const PciDevice& w : want.pci) {
+      if (const PciDevice* g = got.FindPci(w.address)) {
         EXPECT_NEAR(w.link_gbps, g->link_gbps, 0.0015) << w.address;
+      }
+    }
     // The reader keeps hwloc's tree order: host bridges by address, then depth first.
     std::vector<std::string> want_order, got_order;
     for (const PciDevice& d : want.pci) want_order.push_back(d.address);
