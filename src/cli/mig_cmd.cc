@@ -174,10 +174,14 @@ void RegisterProfiles(CLI::App* mig, std::shared_ptr<MigOptions> o, int* exit_co
   CLI::App* cmd = mig->add_subcommand(
       "profiles",
       "List the MIG GPU-instance profiles of each GPU model: slices, max count, the model's\n"
-      "profile IDs (they differ by model: 14 is 2g on A100 but 1g on A30) and placements.\n\n"
+      "profile IDs (they differ by model: 14 is 2g on A100 but 1g on A30), placements, and\n"
+      "what an attribute means: +me holds the GPU's one OFA; on RTX PRO Blackwell +me.all\n"
+      "takes every media engine (only -me instances beside it), +gfx runs graphics APIs, -me\n"
+      "has no media engine. Values not seen on hardware are marked unconfirmed.\n\n"
       "Examples:\n"
       "  accel mig profiles\n"
       "  accel mig profiles --gpu H100-SXM5-80GB\n"
+      "  accel mig profiles --gpu 0x2BB5                 # RTX PRO 6000 Blackwell, by PCI id\n"
       "  accel mig profiles --gpu 'NVIDIA A100-SXM4-40GB' -o json");
   cmd->add_option("--gpu", o->gpus, "GPU model, alias, NVML name or PCI id (repeatable)");
   AddOutput(cmd, &o->output, {"table", "json", "yaml"});

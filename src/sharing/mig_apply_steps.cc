@@ -148,8 +148,8 @@ Choice ChooseKept(const GpuModel& model, const std::vector<int>& counts,
     Assign(have, choice.kept, wanted, choice.created, &choice.kept_cis, &choice.created_cis);
     return choice;
   }
-  if (!LayoutForCounts(model, counts, {})) {
-    choice.error = "the requested instances do not fit on a " + model.name;
+  if (std::string why = CountsProblem(model, counts); !why.empty()) {
+    choice.error = "the requested instances do not fit on a " + model.name + ": " + why;
   } else {
     choice.error = "the busy GPU instances leave no room for the requested layout";
   }

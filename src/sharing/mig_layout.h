@@ -100,6 +100,12 @@ std::string Describe(const GpuModel& model, const MigLayout& layout);
 std::optional<MigLayout> LayoutForCounts(const GpuModel& model, const std::vector<int>& counts,
                                          const MigLayout& keep = {});
 
+/// Why no GPU of `model` can hold instances in these counts (profile index → count), as a
+/// sentence: a count over its max_count, two +me instances, a +me.all instance beside one that
+/// is not -me, more memory slices than the GPU has, or no placement (with an example conflict);
+/// "" when LayoutForCounts finds a layout. Counts of the wrong size are a problem too.
+std::string CountsProblem(const GpuModel& model, const std::vector<int>& counts);
+
 /// How useful the free slices next to a valid `layout` are: the memory slices of the largest
 /// profile that could still be added (0 when maximal). Higher is better.
 int FreeScore(const GpuModel& model, const MigLayout& layout);

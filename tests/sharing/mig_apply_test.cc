@@ -130,6 +130,75 @@ TEST_F(MigApplyTest, FleetFromConfig) {
   EXPECT_EQ(gpus_[2]->GpuInstances()[0].id, 10u);  // kept, not recreated
 }
 
+// An RTX PRO 6000 Blackwell as its driver lists it (`nvidia-smi mig -lgip`, IDs of the catalog;
+// NVML profile indices 0xA-0x10 are Blackwell's +gfx, -me and +me.all), placements as the
+// catalog infers them.
+json FakeRtxPro6000() {
+  auto profile = [](unsigned index, unsigned id, unsigned slices, unsigned count, const char* name,
+                    std::vector<unsigned> starts) {
+    return json{{"index", index},           {"id", id},
+                {"slices", slices},         {"instance_count", count},
+                {"memory_mb", 24186 * slices}, {"multiprocessors", 46 * slices},
+                {"name", std::string("MIG ") + name},
+                {"placements", {{"size", slices}, {"starts", starts}}}};
+  };
+  json gpu = FakeGpu(0);
+  gpu["name"] = "NVIDIA RTX PRO 6000 Blackwell Server Edition";
+  gpu["pci_device_id"] = "0x2BB510DE";
+  gpu["mig"] = {{"mode", 1},
+                {"max_devices", 4},
+                {"instances", json::array()},
+                {"profiles",
+                 {profile(0x0, 14, 1, 4, "1g.24gb", {0, 1, 2, 3}),
+                  profile(0x7, 21, 1, 1, "1g.24gb+me", {0, 1, 2, 3}),
+                  profile(0xA, 47, 1, 4, "1g.24gb+gfx", {0, 1, 2, 3}),
+                  profile(0xF, 65, 1, 1, "1g.24gb+me.all", {0, 1, 2, 3}),
+                  profile(0xD, 67, 1, 4, "1g.24gb-me", {0, 1, 2, 3}),
+                  profile(0x1, 5, 2, 2, "2g.48gb", {0, 2}),
+                  profile(0xB, 35, 2, 2, "2g.48gb+gfx", {0, 2}),
+                  profile(0x10, 64, 2, 1, "2g.48gb+me.all", {0, 2}),
+                  profile(0xE, 66, 2, 2, "2g.48gb-me", {0, 2}),
+                  profile(0x3, 0, 4, 1, "4g.96gb", {0}),
+                  profile(0xC, 32, 4, 1, "4g.96gb+gfx", {0})}}};
+  return gpu;
+}
+
+TEST_F(MigApplyTest, BlackwellAttributeProfilesApplyWithExplicitPlacements) {
+  config_ = ParseMigPartedConfig(R"(version: v1
+mig-configs:
+  rtx-video:
+    - device-filter: ["0x2BB510DE"]
+      devices: all
+      mig-enabled: true
+      mig-devices: {"2g.48gb+me.all": 1, "1g.24gb-me": 2}
+  rtx-graphics:
+    - devices: all
+      mig-enabled: true
+      mig-devices: {"2g.48gb+gfx": 1, "1g.24gb+gfx": 2}
+  rtx-bad:
+    - devices: all
+      mig-enabled: true
+      mig-devices: {"2g.48gb+me.all": 1, "1g.24gb": 1}
+)",
+                                 "rtx.yaml");
+  Open({FakeRtxPro6000()});
+  std::string text = Plan("rtx-video");
+  ASSERT_TRUE(plan_.ok()) << text;
+  EXPECT_THAT(text, HasSubstr("RTX-PRO-6000-96GB")) << text;
+  ASSERT_TRUE(ExecuteApply(plan_, gpus_).success);
+  EXPECT_EQ(Layout(0), "64@0[2] 67@2[1] 67@3[1]");
+  // Switching to graphics replaces every instance (no profile in common).
+  text = Plan("rtx-graphics");
+  ASSERT_TRUE(plan_.ok()) << text;
+  ASSERT_TRUE(ExecuteApply(plan_, gpus_).success);
+  EXPECT_EQ(Layout(0), "35@0[2] 47@2[1] 47@3[1]");
+  // +me.all beside a plain 1g is refused before anything changes.
+  text = Plan("rtx-bad");
+  EXPECT_FALSE(plan_.ok()) << text;
+  EXPECT_THAT(text, HasSubstr("+me.all")) << text;
+  EXPECT_EQ(Layout(0), "35@0[2] 47@2[1] 47@3[1]");
+}
+
 TEST_F(MigApplyTest, DryRunChangesNothing) {
   Open({FakeGpu(0, Mig({}, 0)), FakeGpu(1, SevenOnes())});
   std::vector<std::string> before = Layouts();
