@@ -156,12 +156,20 @@ void CheckSharing(const std::vector<Group>& groups, const std::vector<NodeDevice
                        "use sharing.timeSlicing for other vendors' devices");
     }
     for (size_t unit : group->units) {
-      if (devices[unit].is_mig()) {
+      const NodeDevice& d = devices[unit];
+      if (d.is_mig()) {
         throw InputError(kWhere, field,
                          "sharing using MPS is not supported for MIG devices (" + name +
                              " holds MIG devices under migStrategy " +
                              MigStrategyName(config.mig_strategy) + ")",
-                         "disable MIG on the node's GPUs, or use migStrategy none");
+                         "disable MIG on the node's GPUs, or share them with time-slicing");
+      }
+      // GFD refuses MPS on a MIG-enabled GPU too: it runs no CUDA context as a whole GPU.
+      if (d.mig_enabled) {
+        throw InputError(kWhere, field,
+                         "sharing using MPS is not supported for MIG devices (GPU " + d.id +
+                             " has MIG mode enabled)",
+                         "disable MIG on every GPU of the node (mig-parted config all-disabled)");
       }
     }
   }

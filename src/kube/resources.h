@@ -54,8 +54,8 @@ struct PluginResource {
 /// habana.ai/gaudi. Resources with no devices are omitted. Throws InputError when the node
 /// contradicts the strategy (single with mixed profiles or mixed MIG modes), a shared resource
 /// names nothing on the node, an advertised name would be taken twice, or MPS would share MIG
-/// devices or another vendor's devices (NVIDIA: "sharing using MPS is not supported for MIG
-/// devices").
+/// devices, MIG-enabled GPUs (GFD's refusal) or another vendor's devices (NVIDIA: "sharing using
+/// MPS is not supported for MIG devices").
 std::vector<PluginResource> BuildResources(const std::vector<NodeDevice>& devices,
                                            const PluginConfig& config);
 

@@ -136,6 +136,25 @@ TEST(AgentConfig, ReadsThePluginConfigFileNextToTheAgentFile) {
   fs::remove_all(dir);
 }
 
+TEST(AgentConfig, EveryExampleParses) {
+  int examples = 0;
+  for (const auto& e : fs::directory_iterator(std::string(ACCEL_SOURCE_DIR) + "/examples/agent")) {
+    if (e.path().extension() != ".yaml") continue;
+    ++examples;
+    AgentConfig c;
+    EXPECT_NO_THROW(c = LoadAgentConfig(e.path().string())) << e.path();
+    if (e.path().filename() == "mps.yaml") {
+      const kube::PluginConfig& p = c.device_plugin.config;
+      EXPECT_EQ(p.sharing_strategy(), kube::SharingStrategy::kMps);
+      EXPECT_TRUE(p.mps.fail_requests_greater_than_one);
+      EXPECT_EQ(p.mps_settings.root, "/run/nvidia/mps");
+      ASSERT_EQ(p.mps.resources.size(), 1u);
+      EXPECT_EQ(p.mps.resources[0].replicas, 4);
+    }
+  }
+  EXPECT_GE(examples, 4);
+}
+
 /// An agent on the fake NVML's 8 × H100 node (4 whole GPUs, 4 with 7 × 1g.10gb each), with a
 /// temp dir for the kubelet's plugin dir and the NFD features dir.
 class AgentOnFakeNvml : public ::testing::Test {
@@ -233,62 +252,6 @@ TEST_F(AgentOnFakeNvml, ServesMetricsLabelsAndDevicePlugins) {
   auto gpu = kubelet.Resource("nvidia.com/gpu");
   ASSERT_TRUE(gpu.has_value());
   EXPECT_TRUE(gpu->devices.empty());
-}
-
-TEST_F(AgentOnFakeNvml, MpsDaemonServesTheGpusAndIsRestartedWhenItDies) {
-  // build/tests/fakes/mps/nvidia-cuda-mps-control: the fake control daemon.
-  std::string control =
-      (fs::path(ACCEL_FAKE_NVML).parent_path().parent_path() / "mps/nvidia-cuda-mps-control").string();
-  fs::path mps = dir_ / "mps";
-  test_support::FakeDevicePluginKubelet kubelet((dir_ / "dp").string());
-  Agent agent(Log());
-  agent.Start(Config("{flags: {mpsRoot: " + mps.string() + ", mpsControlPath: " + control +
-                     "}, sharing: {mps: {resources: [{name: nvidia.com/gpu, replicas: 2}]}}}"));
-  AgentStatus s = agent.status();
-  EXPECT_EQ(Count(s, "nvidia.com/gpu"), 16u);  // 8 whole GPUs (strategy none) × 2
-  ASSERT_EQ(s.mps.size(), 1u);
-  ASSERT_TRUE(s.mps[0].up) << s.mps[0].error;
-  EXPECT_EQ(s.mps[0].pipe_dir, (mps / "nvidia.com/gpu/pipe").string());
-  // Started before the plugins with NVIDIA's commands: -d, a memory limit per GPU, the threads.
-  fs::path commands = mps / "nvidia.com/gpu/log/fake-commands.log";
-  std::string log = ReadAll(commands);
-  EXPECT_EQ(log.rfind("-d\n", 0), 0u) << log;
-  EXPECT_NE(log.find("set_default_active_thread_percentage 50"), std::string::npos) << log;
-  EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 10) << log;  // -d, 8 limits, threads
-
-  ASSERT_TRUE(kubelet.WaitForResource(
-      "nvidia.com/gpu", [](const auto& p) { return p.healthy() == 16; }, std::chrono::seconds(10)));
-  auto gpu = kubelet.Resource("nvidia.com/gpu");
-  v1beta1::AllocateResponse response;
-  ASSERT_TRUE(kubelet.Allocate("nvidia.com/gpu", {gpu->devices[3].id}, &response).ok());
-  const auto& c = response.container_responses(0);
-  EXPECT_EQ(c.envs().at("CUDA_MPS_PIPE_DIRECTORY"), "/mps/nvidia.com/gpu/pipe");
-  ASSERT_EQ(c.mounts_size(), 2);
-  EXPECT_EQ(c.mounts(0).host_path(), (mps / "nvidia.com/gpu/pipe").string());
-  EXPECT_EQ(c.mounts(1).host_path(), "/dev/shm");
-  // failRequestsGreaterThanOne is MPS's default.
-  EXPECT_FALSE(kubelet.Allocate("nvidia.com/gpu", {gpu->devices[0].id, gpu->devices[2].id},
-                                &response).ok());
-  std::string labels = ReadAll(dir_ / "features.d/accel");
-  EXPECT_NE(labels.find("nvidia.com/gpu.sharing-strategy=mps\n"), std::string::npos) << labels;
-  EXPECT_NE(labels.find("nvidia.com/mps.capable=true\n"), std::string::npos) << labels;
-
-  // The daemon dies: every replica turns Unhealthy, then the agent restarts it (checks every
-  // 5 s, first restart 1 s later) and they come back.
-  kill(s.mps[0].pid, SIGKILL);
-  EXPECT_TRUE(kubelet.WaitForResource(
-      "nvidia.com/gpu", [](const auto& p) { return p.healthy() == 0; }, std::chrono::seconds(20)));
-  EXPECT_TRUE(kubelet.WaitForResource(
-      "nvidia.com/gpu", [](const auto& p) { return p.healthy() == 16; }, std::chrono::seconds(20)));
-  s = agent.status();
-  EXPECT_TRUE(s.mps[0].up);
-  EXPECT_EQ(s.mps[0].restarts, 1);
-
-  EXPECT_TRUE(agent.Stop());
-  log = ReadAll(commands);
-  EXPECT_EQ(log.substr(log.size() - 5), "quit\n");  // after the plugins withdrew
-  EXPECT_FALSE(fs::exists(mps / "nvidia.com/gpu/pipe/nvidia-cuda-mps-control.pid"));
-  EXPECT_TRUE(kubelet.Resource("nvidia.com/gpu")->devices.empty());
 }
 
 TEST_F(AgentOnFakeNvml, ReloadSwitchesTheStrategyAndKeepsTheOldConfigOnError) {
@@ -475,6 +438,63 @@ TEST_F(AgentOnFourGpus, CriticalXidTakesOneGpuOutUntilTheQuietPeriodPasses) {
       "nvidia.com/gpu", [&](const auto& p) { return watch(p, all_in); }, std::chrono::seconds(10)));
   EXPECT_FALSE(benign_hurt);
   EXPECT_TRUE(agent.Stop());
+}
+
+TEST_F(AgentOnFourGpus, MpsDaemonServesTheGpusAndIsRestartedWhenItDies) {
+  UseGpus(std::vector<nlohmann::json>(4, nlohmann::json::object()));
+  // build/tests/fakes/mps/nvidia-cuda-mps-control: the fake control daemon.
+  std::string control =
+      (fs::path(ACCEL_FAKE_NVML).parent_path().parent_path() / "mps/nvidia-cuda-mps-control").string();
+  fs::path mps = dir_ / "mps";
+  test_support::FakeDevicePluginKubelet kubelet((dir_ / "dp").string());
+  Agent agent(Log());
+  agent.Start(FourGpuConfig("{flags: {mpsRoot: " + mps.string() + ", mpsControlPath: " + control +
+                            "}, sharing: {mps: {resources: [{name: nvidia.com/gpu, replicas: 2}]}}}"));
+  AgentStatus s = agent.status();
+  EXPECT_EQ(Count(s, "nvidia.com/gpu"), 8u);  // 4 GPUs × 2
+  ASSERT_EQ(s.mps.size(), 1u);
+  ASSERT_TRUE(s.mps[0].up) << s.mps[0].error;
+  EXPECT_EQ(s.mps[0].pipe_dir, (mps / "nvidia.com/gpu/pipe").string());
+  // Started before the plugins with NVIDIA's commands: -d, a memory limit per GPU, the threads.
+  fs::path commands = mps / "nvidia.com/gpu/log/fake-commands.log";
+  std::string log = ReadAll(commands);
+  EXPECT_EQ(log.rfind("-d\n", 0), 0u) << log;
+  EXPECT_NE(log.find("set_default_active_thread_percentage 50"), std::string::npos) << log;
+  EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 6) << log;  // -d, 4 limits, threads
+
+  ASSERT_TRUE(kubelet.WaitForResource(
+      "nvidia.com/gpu", [](const auto& p) { return p.healthy() == 8; }, std::chrono::seconds(10)));
+  auto gpu = kubelet.Resource("nvidia.com/gpu");
+  v1beta1::AllocateResponse response;
+  ASSERT_TRUE(kubelet.Allocate("nvidia.com/gpu", {gpu->devices[3].id}, &response).ok());
+  const auto& c = response.container_responses(0);
+  EXPECT_EQ(c.envs().at("CUDA_MPS_PIPE_DIRECTORY"), "/mps/nvidia.com/gpu/pipe");
+  ASSERT_EQ(c.mounts_size(), 2);
+  EXPECT_EQ(c.mounts(0).host_path(), (mps / "nvidia.com/gpu/pipe").string());
+  EXPECT_EQ(c.mounts(1).host_path(), "/dev/shm");
+  // failRequestsGreaterThanOne is MPS's default.
+  EXPECT_FALSE(kubelet.Allocate("nvidia.com/gpu", {gpu->devices[0].id, gpu->devices[2].id},
+                                &response).ok());
+  std::string labels = ReadAll(dir_ / "features.d/accel");
+  EXPECT_NE(labels.find("nvidia.com/gpu.sharing-strategy=mps\n"), std::string::npos) << labels;
+  EXPECT_NE(labels.find("nvidia.com/mps.capable=true\n"), std::string::npos) << labels;
+
+  // The daemon dies: every replica turns Unhealthy, then the agent restarts it (checks every
+  // 5 s, first restart 1 s later) and they come back.
+  kill(s.mps[0].pid, SIGKILL);
+  EXPECT_TRUE(kubelet.WaitForResource(
+      "nvidia.com/gpu", [](const auto& p) { return p.healthy() == 0; }, std::chrono::seconds(20)));
+  EXPECT_TRUE(kubelet.WaitForResource(
+      "nvidia.com/gpu", [](const auto& p) { return p.healthy() == 8; }, std::chrono::seconds(20)));
+  s = agent.status();
+  EXPECT_TRUE(s.mps[0].up);
+  EXPECT_EQ(s.mps[0].restarts, 1);
+
+  EXPECT_TRUE(agent.Stop());
+  log = ReadAll(commands);
+  EXPECT_EQ(log.substr(log.size() - 5), "quit\n");  // after the plugins withdrew
+  EXPECT_FALSE(fs::exists(mps / "nvidia.com/gpu/pipe/nvidia-cuda-mps-control.pid"));
+  EXPECT_TRUE(kubelet.Resource("nvidia.com/gpu")->devices.empty());
 }
 
 }  // namespace

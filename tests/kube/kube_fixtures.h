@@ -67,6 +67,18 @@ inline PluginConfig Config(const std::string& yaml) {
   return ParsePluginConfig(YAML::Load(yaml), "test.yaml");
 }
 
+/// The physical GPUs of `node` with MIG mode off and no MIG devices (the fake H100×8 as a node
+/// that never enabled MIG).
+inline std::vector<NodeDevice> WholeGpusOf(const std::vector<NodeDevice>& node) {
+  std::vector<NodeDevice> out;
+  for (NodeDevice d : node) {
+    if (d.is_mig()) continue;
+    d.mig_enabled = false;
+    out.push_back(d);
+  }
+  return out;
+}
+
 /// A whole NVIDIA GPU with index i.
 inline NodeDevice Gpu(unsigned i, bool mig_enabled = false) {
   NodeDevice d;

@@ -108,7 +108,8 @@ TEST_F(KubeLabelsTest, NoneWithTimeSlicing) {
 }
 
 TEST_F(KubeLabelsTest, MpsAsGfdLabelsIt) {
-  auto l = LabelsFor(*mixed_node_, "sharing: {mps: {resources: [{name: gpu, replicas: 4}]}}", *hgx_);
+  auto whole = testing::WholeGpusOf(*mixed_node_);
+  auto l = LabelsFor(whole, "sharing: {mps: {resources: [{name: gpu, replicas: 4}]}}", *hgx_);
   EXPECT_EQ(l["nvidia.com/gpu.sharing-strategy"], "mps");
   EXPECT_EQ(l["nvidia.com/mps.capable"], "true");
   EXPECT_EQ(l["nvidia.com/gpu.replicas"], "4");
@@ -116,8 +117,7 @@ TEST_F(KubeLabelsTest, MpsAsGfdLabelsIt) {
   EXPECT_EQ(l["nvidia.com/gpu.product"], "NVIDIA-H100-80GB-HBM3-SHARED");
   // Renamed (by default or per resource): the name says it, the product does not.
   auto renamed = LabelsFor(
-      *mixed_node_, "sharing: {mps: {resources: [{name: gpu, rename: gpu-quarter, replicas: 4}]}}",
-      *hgx_);
+      whole, "sharing: {mps: {resources: [{name: gpu, rename: gpu-quarter, replicas: 4}]}}", *hgx_);
   EXPECT_EQ(renamed["nvidia.com/gpu.product"], "NVIDIA-H100-80GB-HBM3");
   EXPECT_EQ(renamed["nvidia.com/gpu.sharing-strategy"], "mps");
   // Time-slicing says so and is not MPS-capable.

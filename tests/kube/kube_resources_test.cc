@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 #include "common/error.h"
@@ -175,8 +176,9 @@ TEST_F(KubeResourcesTest, TimeSlicingOfAResourceNotOnTheNodeIsAnError) {
 }
 
 TEST_F(KubeResourcesTest, MpsReplicasUseTheAnnotatedIdScheme) {
+  auto node = testing::WholeGpusOf(*mixed_node_);
   auto resources = BuildResources(
-      *mixed_node_, Config("sharing: {mps: {resources: [{name: nvidia.com/gpu, replicas: 4}]}}"));
+      node, Config("sharing: {mps: {resources: [{name: nvidia.com/gpu, replicas: 4}]}}"));
   ASSERT_THAT(Names(resources), ElementsAre("nvidia.com/gpu"));
   const PluginResource& gpu = resources[0];
   EXPECT_EQ(gpu.sharing, SharingStrategy::kMps);
@@ -195,7 +197,7 @@ TEST_F(KubeResourcesTest, MpsReplicasUseTheAnnotatedIdScheme) {
 }
 
 TEST_F(KubeResourcesTest, RenamedMpsAndTimeSlicedResources) {
-  auto mps = BuildResources(*mixed_node_, Config(
+  auto mps = BuildResources(testing::WholeGpusOf(*mixed_node_), Config(
       "sharing: {mps: {resources: [{name: gpu, rename: gpu-mps, replicas: 2}]}}"));
   ASSERT_THAT(Names(mps), ElementsAre("nvidia.com/gpu-mps"));
   EXPECT_EQ(mps[0].base_name, "nvidia.com/gpu");
@@ -231,6 +233,15 @@ TEST_F(KubeResourcesTest, MpsIsRefusedForMigDevicesAndOtherVendors) {
     EXPECT_EQ(e.field(), "sharing.mps.resources[0].name");
     EXPECT_THAT(e.problem(), HasSubstr("not supported for MIG devices"));
   }
+  try {  // GFD: a MIG-enabled GPU is not MPS-capable even as a whole GPU (strategy none)
+    BuildResources(*mixed_node_, Config("sharing: {mps: {resources: [{name: gpu, replicas: 2}]}}"));
+    FAIL() << "accepted";
+  } catch (const InputError& e) {
+    EXPECT_THAT(e.problem(), HasSubstr("has MIG mode enabled"));
+    auto first_mig_gpu = std::find_if(mixed_node_->begin(), mixed_node_->end(),
+                                      [](const NodeDevice& d) { return d.mig_enabled; });
+    EXPECT_THAT(e.problem(), HasSubstr("GPU " + first_mig_gpu->id));
+  }
   try {
     BuildResources(testing::AmdDevices(),
                    Config("sharing: {mps: {resources: [{name: amd.com/gpu, replicas: 2}]}}"));
@@ -239,7 +250,8 @@ TEST_F(KubeResourcesTest, MpsIsRefusedForMigDevicesAndOtherVendors) {
     EXPECT_THAT(e.problem(), HasSubstr("NVIDIA GPUs only"));
   }
   try {
-    BuildResources(*mixed_node_, Config("sharing: {mps: {resources: [{name: gpu-x, replicas: 2}]}}"));
+    BuildResources(testing::WholeGpusOf(*mixed_node_),
+                   Config("sharing: {mps: {resources: [{name: gpu-x, replicas: 2}]}}"));
     FAIL() << "accepted";
   } catch (const InputError& e) {
     EXPECT_EQ(e.field(), "sharing.mps.resources[0].name");

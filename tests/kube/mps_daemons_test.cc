@@ -79,7 +79,7 @@ TEST(MpsLimits, OneNthOfMemoryPerGpuAndOfTheThreads) {
 }
 
 TEST(MpsLimits, TheFakeH100NodeGetsOneLimitPerGpu) {
-  auto node = testing::NvmlDevices("nvml/examples/h100x8-mig.json");
+  auto node = testing::WholeGpusOf(testing::NvmlDevices("nvml/examples/h100x8-mig.json"));
   PluginConfig config = Config("sharing: {mps: {resources: [{name: gpu, replicas: 2}]}}");
   auto resources = BuildResources(node, config);
   std::vector<std::string> commands = MpsLimitCommands(resources[0], node);

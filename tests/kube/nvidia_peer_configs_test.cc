@@ -172,9 +172,12 @@ TEST_F(NvidiaPeerConfigs, ConfigMapTemplateRendersConfigsAccelReads) {
                                        "mps-4");
   EXPECT_EQ(mps.sharing_strategy(), SharingStrategy::kMps);
   EXPECT_TRUE(mps.mps.fail_requests_greater_than_one);
-  auto resources = BuildResources(*mixed_node_, mps);
+  // MPS shares GPUs that never enabled MIG (on this node as shipped, GPUs 4-7 have MIG on).
+  auto whole = testing::WholeGpusOf(*mixed_node_);
+  EXPECT_THROW(BuildResources(*mixed_node_, mps), InputError);
+  auto resources = BuildResources(whole, mps);
   EXPECT_THAT(Names(resources), ElementsAre("nvidia.com/gpu x32"));
-  auto labels = LabelMap(*mixed_node_, mps);
+  auto labels = LabelMap(whole, mps);
   EXPECT_EQ(labels["nvidia.com/gpu.sharing-strategy"], "mps");
   EXPECT_EQ(labels["nvidia.com/mps.capable"], "true");
 }
