@@ -1,12 +1,13 @@
-// MpsControl: the control binary as a child process. The child gets a socket as stdin (a write
-// to a child that exited early must not raise SIGPIPE in the agent: send with MSG_NOSIGNAL) and
-// an anonymous memory file as stdout and stderr, read after it exits. The agent waits for the
+// MpsControl: the control binary as a child process (posix_spawn). The child gets a socket as
+// stdin (a write to a child that exited early must not raise SIGPIPE in the agent: send with
+// MSG_NOSIGNAL) and an anonymous memory file as stdout and stderr, read after it exits. The agent waits for the
 // child's exit, never for end-of-file: `-d` leaves a daemon behind that may keep inherited
 // descriptors open.
 #include "kube/mps_control.h"
 
 #include <fcntl.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -83,12 +84,6 @@ std::vector<char*> Pointers(std::vector<std::string>& strings) {
   return out;
 }
 
-// Closes every descriptor from 3 up in a forked child (async-signal-safe calls only).
-void CloseInheritedDescriptors(int max_fd) {
-  if (syscall(SYS_close_range, 3u, ~0u, 0u) == 0) return;
-  for (int fd = 3; fd < max_fd; ++fd) close(fd);
-}
-
 struct Fd {
   int fd = -1;
   ~Fd() { Close(); }
@@ -144,7 +139,6 @@ MpsControl::Result MpsControl::Run(const std::vector<std::string>& args,
   std::vector<std::string> env_strings = ChildEnvironment(paths_);
   std::vector<char*> argv = Pointers(argv_strings);
   std::vector<char*> envp = Pointers(env_strings);
-  int max_fd = static_cast<int>(std::min<long>(sysconf(_SC_OPEN_MAX), 65536));
 
   int pair[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
@@ -154,17 +148,20 @@ MpsControl::Result MpsControl::Run(const std::vector<std::string>& args,
   Fd output{static_cast<int>(syscall(SYS_memfd_create, "accel-mps-control", MFD_CLOEXEC))};
   if (output.fd < 0) throw SystemError::FromErrno("cannot run", binary_, errno);
 
-  pid_t pid = fork();
-  if (pid < 0) throw SystemError::FromErrno("cannot run", binary_, errno);
-  if (pid == 0) {
-    // The child: only async-signal-safe calls until exec.
-    dup2(theirs.fd, STDIN_FILENO);
-    dup2(output.fd, STDOUT_FILENO);
-    dup2(output.fd, STDERR_FILENO);
-    CloseInheritedDescriptors(max_fd);
-    execve(argv[0], argv.data(), envp.data());
-    _exit(127);
-  }
+  // posix_spawn, not fork: no atfork handlers (gRPC's) run, and nothing of the agent's address
+  // space is copied. The child gets the socket as stdin, the memory file as stdout and stderr,
+  // and no other descriptor of the agent (a listening socket held by the daemon would outlive
+  // the agent).
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, theirs.fd, STDIN_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, output.fd, STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, output.fd, STDERR_FILENO);
+  posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+  pid_t pid = 0;
+  int spawned = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawned != 0) throw SystemError::FromErrno("cannot run", binary_, spawned);
   theirs.Close();
   if (!input.empty()) {
     // Small (one command): fits the socket buffer, so this cannot block on a child that does
