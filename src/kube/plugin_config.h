@@ -83,7 +83,8 @@ struct MpsSettings {
 
 /// When a device is taken out of service and put back.
 struct HealthPolicy {
-  /// false: every device always Healthy (DP_DISABLE_HEALTHCHECKS=all).
+  /// false: device faults never take a device out (DP_DISABLE_HEALTHCHECKS=all); an MPS control
+  /// daemon that is down still does (DeviceHealth::SetServiceDown).
   bool enabled = true;
   /// XIDs that are application errors, not device faults (NVIDIA's default set).
   std::set<uint64_t> ignored_xids = {13, 31, 43, 45, 68, 109};
