@@ -14,6 +14,7 @@
 #include "cli/cli_test_util.h"
 #include "support/child_process.h"
 #include "support/fake_nvml_config.h"
+#include "support/shared_fixture.h"
 
 namespace accel::cli::testing {
 namespace {
@@ -106,7 +107,7 @@ int PromtoolCheck(const std::string& env, const std::string& args, std::string* 
 }
 
 TEST_F(ExporterCli, PromtoolAcceptsTheExposition) {
-  if (!std::filesystem::exists("/usr/bin/promtool")) GTEST_SKIP() << "promtool is not installed";
+  ACCEL_REQUIRE_TOOL("/usr/bin/promtool", "prometheus");
   json gpus = TwoGpus();
   test_support::MakeMig(&gpus[1], 1, 3);
   std::string env = Config(gpus);
