@@ -89,7 +89,7 @@ bool IsNamePrefix(const std::string& p) {
 // The config document: the file itself, or the config.json of a ConfigMap holding it.
 nlohmann::json ConfigDocument(std::string_view text, const std::string& source) {
   nlohmann::json doc = ParseStructuredText(text, source);
-  if (doc.is_object() && doc.value("kind", "") == "ConfigMap") {
+  if (doc.is_object() && doc.contains("kind") && doc["kind"] == "ConfigMap") {
     const nlohmann::json* data = doc.contains("data") ? &doc["data"] : nullptr;
     if (!data || !data->is_object() || !data->contains("config.json") ||
         !(*data)["config.json"].is_string()) {

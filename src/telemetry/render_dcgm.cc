@@ -205,11 +205,16 @@ void WriteWindow(const SeriesSet& set, const std::map<uint64_t, uint64_t>& count
     StartWithOwnLabels(w, set, *own);
     w->FinishUint(count);
   };
-  if (counts.empty()) return write("", 0);
   char digits[24];
+  bool any = false;
   for (const auto& [code, count] : counts) {
-    write(clock ? ClockEventName(code) : Digits(code, digits), count);
+    // dcgm-exporter counts only the clock-event bits it names; a newer driver's bit is skipped.
+    std::string_view label = clock ? ClockEventName(code) : Digits(code, digits);
+    if (label.empty()) continue;
+    write(label, count);
+    any = true;
   }
+  if (!any) write("", 0);
 }
 
 void WriteP2p(const SeriesSet& set, std::string* own, ExpositionWriter* w) {
