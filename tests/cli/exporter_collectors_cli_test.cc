@@ -10,10 +10,13 @@
 #include <regex>
 #include <sstream>
 
+#include <yaml-cpp/yaml.h>
+
 #include "agent/agent_config.h"
 #include "cli/cli_test_util.h"
 #include "common/error.h"
 #include "support/shared_fixture.h"
+#include "telemetry/dcgm_fields.h"
 #include "telemetry/field_selection.h"
 
 namespace accel::cli::testing {
@@ -176,6 +179,67 @@ TEST_F(ExporterCollectorsCli, AgentConfigKeysReadTheFilesRelativeToTheAgentFile)
   } catch (const InputError& e) {
     EXPECT_THAT(e.what(), HasSubstr((dir_ / "missing.csv").string() + ": cannot be opened"));
   }
+}
+
+// The DaemonSet mounts the counters ConfigMap and passes that file to -f; the file it ships
+// selects fields accel serves, all of them, on the fake.
+TEST_F(ExporterCollectorsCli, DaemonSetMountsItsCountersConfigMap) {
+  std::vector<YAML::Node> docs = YAML::LoadAllFromFile(Src("deploy/kubernetes/accel-exporter.yaml"));
+  YAML::Node configmap, daemonset;
+  for (const YAML::Node& d : docs) {
+    if (d["kind"].as<std::string>() == "ConfigMap") configmap = d;
+    if (d["kind"].as<std::string>() == "DaemonSet") daemonset = d;
+  }
+  ASSERT_TRUE(configmap && daemonset);
+  const std::string cm_name = configmap["metadata"]["name"].as<std::string>();
+  YAML::Node pod = daemonset["spec"]["template"]["spec"];
+  std::string volume, mount;
+  for (const YAML::Node& v : pod["volumes"]) {
+    if (v["configMap"] && v["configMap"]["name"].as<std::string>() == cm_name) volume = v["name"].as<std::string>();
+  }
+  ASSERT_FALSE(volume.empty()) << "no volume of ConfigMap " << cm_name;
+  YAML::Node container = pod["containers"][0];
+  for (const YAML::Node& m : container["volumeMounts"]) {
+    if (m["name"].as<std::string>() == volume) mount = m["mountPath"].as<std::string>();
+  }
+  std::vector<std::string> args = container["args"].as<std::vector<std::string>>();
+  ASSERT_EQ(args.size(), 2u);
+  EXPECT_EQ(args[0], "-f");
+  ASSERT_EQ(args[1].rfind(mount + "/", 0), 0u) << args[1];
+  std::string key = args[1].substr(mount.size() + 1);
+  ASSERT_TRUE(configmap["data"][key]) << "the ConfigMap has no key " << key;
+  std::string csv = File(key, configmap["data"][key].as<std::string>());
+  telemetry::DcgmCounters counters = telemetry::LoadDcgmCounters(csv);
+  EXPECT_TRUE(counters.not_served.empty());
+  EXPECT_TRUE(counters.duplicates.empty());
+  RunResult r = RunWithFake(DcgmOnce("-f " + csv), /*merge_stderr=*/true);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, Not(HasSubstr("warning")));
+  EXPECT_THAT(r.output, HasSubstr("# TYPE DCGM_FI_DEV_FB_TOTAL gauge"));
+}
+
+TEST_F(ExporterCollectorsCli, ExamplesServeEveryFieldTheyList) {
+  telemetry::DcgmCounters all = telemetry::LoadDcgmCounters(Src("examples/exporter/all-fields.csv"));
+  EXPECT_EQ(all.counters.size(), telemetry::DcgmFields().size());  // every served field, once
+  EXPECT_TRUE(all.not_served.empty());
+  RunResult r = RunWithFake(DcgmOnce("-f " + Src("examples/exporter/all-fields.csv")), false);
+  ASSERT_EQ(r.exit_code, 0);
+  size_t families = 0;
+  for (const telemetry::DcgmCounter& c : all.counters) families += c.is_label ? 0 : 1;
+  // Every family has samples on the 8 x H100 fake (it reports every value accel reads).
+  std::vector<std::string> types = TypeLines(r.output);
+  EXPECT_EQ(types.size(), families);
+
+  YAML::Node cm = YAML::LoadFile(Src("examples/exporter/counters-configmap.yaml"));
+  std::string csv = File("dcgm-metrics.csv", cm["data"]["dcgm-metrics.csv"].as<std::string>());
+  telemetry::DcgmCounters listed = telemetry::LoadDcgmCounters(csv);
+  EXPECT_TRUE(listed.not_served.empty());
+  EXPECT_TRUE(listed.duplicates.empty());
+
+  telemetry::AmdMetricsConfig amd =
+      telemetry::LoadAmdMetricsConfig(Src("examples/exporter/amd-metrics-config.json"));
+  EXPECT_EQ(amd.fields, telemetry::AmdServedFields());
+  EXPECT_TRUE(amd.not_served.empty());
 }
 
 }  // namespace

@@ -156,6 +156,15 @@ TEST(CountersCsv, EveryServedFieldIsAKnownDcgmName) {
   for (const DcgmField* f : DefaultDcgmFields()) EXPECT_NE(f, nullptr);
 }
 
+TEST(CountersCsv, MetricsReferenceNamesEveryServedField) {
+  std::string doc = ReadFile(std::string(ACCEL_SOURCE_DIR) + "/docs/metrics.md");
+  for (const DcgmField& f : DcgmFields()) {
+    if (f.shape == DcgmShape::kNvlinkLink && f.link > 0) continue;  // "_L0 ... _L17" in one row
+    EXPECT_NE(doc.find(std::string("| ") + f.name + " "), std::string::npos)
+        << f.name << " is missing from docs/metrics.md";
+  }
+}
+
 // ---- the CSVs NVIDIA ships ------------------------------------------------------------------
 
 const char* const kPeerCsvs[] = {"default-counters.csv", "dcp-metrics-included.csv",

@@ -143,6 +143,12 @@ TEST(FieldSelectionRender, XidAndClockEventWindowsAsDcgmExporterPrintsThem) {
   ASSERT_EQ(clock0.size(), 2u);
   EXPECT_THAT(clock0[0], HasSubstr("clock_event=\"gpu_idle\",window_size_in_ms=\"300000\"} 12"));
   EXPECT_THAT(clock0[1], HasSubstr("clock_event=\"power_cap\",window_size_in_ms=\"300000\"} 3"));
+
+  // A reason bit dcgm-exporter does not name is skipped, as it does; nothing left: one 0.
+  snap.devices[0].clock_event_window = {{0x1000, 4}};
+  out = RenderDcgm(snap, Dcgm("DCGM_EXP_CLOCK_EVENTS_COUNT, counter, c\n"));
+  EXPECT_THAT(Lines(out, "DCGM_EXP_CLOCK_EVENTS_COUNT{gpu=\"0\""),
+              ElementsAre(HasSubstr("Hostname=\"node-a\",window_size_in_ms=\"300000\"} 0")));
 }
 
 TEST(FieldSelectionRender, P2pStatusPerPeer) {
