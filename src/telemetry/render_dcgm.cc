@@ -15,28 +15,17 @@ namespace {
 
 using devices::Sample;
 
-/// One family to print: a served field under the name, type and HELP it is printed with.
-struct Family {
-  std::string_view name;
-  std::string_view help;
-  MetricType type;
-  const DcgmField* field;
-};
-
-/// One label field, printed in every series' head.
-struct LabelField {
-  std::string_view name;
-  DcgmLabelValue value;
-};
-
-/// What this render prints: the built-in set, or a counters CSV's lines.
+/// What this render prints: the built-in set, or a counters CSV's lines. Lives in the Scratch,
+/// so steady-state renders reuse its capacity.
 struct Plan {
-  std::vector<Family> families;
-  std::vector<LabelField> labels;  ///< sorted by name (dcgm-exporter's Go map order)
+  std::vector<DcgmPlanFamily>& families;
+  std::vector<DcgmPlanLabel>& labels;  ///< sorted by name (dcgm-exporter's Go map order)
 };
 
-Plan MakePlan(const RenderOptions& options) {
-  Plan plan;
+Plan MakePlan(const RenderOptions& options, Scratch* scratch) {
+  Plan plan{scratch->dcgm_families, scratch->dcgm_labels};
+  plan.families.clear();
+  plan.labels.clear();
   if (options.fields && options.fields->dcgm) {
     for (const DcgmCounter& c : options.fields->dcgm->counters) {
       if (c.is_label) {
@@ -46,12 +35,12 @@ Plan MakePlan(const RenderOptions& options) {
       }
     }
     std::sort(plan.labels.begin(), plan.labels.end(),
-              [](const LabelField& a, const LabelField& b) { return a.name < b.name; });
+              [](const DcgmPlanLabel& a, const DcgmPlanLabel& b) { return a.name < b.name; });
   } else {
     for (const DcgmField* f : DefaultDcgmFields()) {
       plan.families.push_back({f->name, f->help, f->type, f});
     }
-    const DcgmField* driver = FindDcgmField("DCGM_FI_DRIVER_VERSION");
+    static const DcgmField* driver = FindDcgmField("DCGM_FI_DRIVER_VERSION");
     plan.labels.push_back({driver->name, driver->label});
   }
   return plan;
@@ -83,7 +72,7 @@ void BuildHead(const Snapshot& snapshot, const RenderOptions& options, const Pla
   if (!options.dcgm_hostname_label.empty()) {
     AppendLabel(out, options.dcgm_hostname_label, snapshot.hostname);
   }
-  for (const LabelField& label : plan.labels) AppendLabel(out, label.name, label.value(snapshot, d));
+  for (const DcgmPlanLabel& label : plan.labels) AppendLabel(out, label.name, label.value(snapshot, d));
 }
 
 // True when a row from `first` on already carries `pod`'s labels.
@@ -239,7 +228,7 @@ Value LinkValue(const DcgmField& field, const Sample& s) {
 
 void RenderDcgm(const Snapshot& snapshot, const RenderOptions& options, Scratch* scratch,
                 ExpositionWriter* w) {
-  const Plan plan = MakePlan(options);
+  const Plan plan = MakePlan(options, scratch);
   scratch->sets.Reset();
   for (const DeviceState& d : snapshot.devices) {
     // Lost and stale GPUs vanish from dcgm's output; accel_device_up tells them apart.
@@ -254,8 +243,8 @@ void RenderDcgm(const Snapshot& snapshot, const RenderOptions& options, Scratch*
   std::string_view window_ms =
       Digits(static_cast<uint64_t>(std::max<int64_t>(0, snapshot.event_window.count())),
              window_digits);
-  std::string own;  // a family's own labels for one sample
-  for (const Family& family : plan.families) {
+  std::string& own = scratch->own_labels;  // a family's own labels for one sample
+  for (const DcgmPlanFamily& family : plan.families) {
     const DcgmField& field = *family.field;
     w->BeginFamily(family.name, family.help, family.type);
     for (size_t i = 0; i < scratch->sets.size(); ++i) {

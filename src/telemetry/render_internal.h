@@ -81,9 +81,27 @@ void AddRowPerDistinctPod(const DeviceState& device, Pool<SeriesSet>& rows, Same
   }
 }
 
+/// dcgm: one family to print, under the name, HELP and type it is printed with.
+struct DcgmPlanFamily {
+  std::string_view name;
+  std::string_view help;
+  MetricType type;
+  const DcgmField* field;
+};
+
+/// dcgm: one label field, printed in every series' head.
+struct DcgmPlanLabel {
+  std::string_view name;
+  std::string_view (*value)(const Snapshot&, const DeviceState&);
+};
+
 struct Scratch {
   Pool<SeriesSet> sets;      ///< rows of the profile being rendered
   Pool<SeriesSet> mig_sets;  ///< accel_*: rows of MIG instances
+  /// dcgm: this render's families and label fields, and one sample's own labels.
+  std::vector<DcgmPlanFamily> dcgm_families;
+  std::vector<DcgmPlanLabel> dcgm_labels;
+  std::string own_labels;
   /// dcgm: canonical PCI address -> NVML busId spelling, kept across renders.
   std::vector<std::pair<std::string, std::string>> pci_bus_ids;
 };
