@@ -6,9 +6,9 @@
 // small fixed node (two whole GPUs, one MIG-enabled GPU with two MIG devices, an AMD GPU): the
 // resources (InputError when the node contradicts the config), their labels, one Allocate per
 // resource (AllocationError for a refused request) and the MPS limit commands, so the sharing
-// and rename logic sees every config the parser lets through. Inputs naming a
-// devicePlugin.configFile are skipped: that key reads another file, and the fuzzer must not
-// read /dev/zero.
+// and rename logic sees every config the parser lets through. Inputs naming a key that reads
+// another file (devicePlugin.configFile, exporter.collectors, exporter.amdMetricsConfig) are
+// skipped: the fuzzer must not read /dev/zero.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -57,7 +57,11 @@ std::vector<accel::kube::NodeDevice> Node() {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string text(reinterpret_cast<const char*>(data), size);
-  if (text.find("onfigFile") != std::string::npos) return 0;
+  // Keys that name another file to read (devicePlugin.configFile, mig.configFile,
+  // exporter.collectors, exporter.amdMetricsConfig).
+  for (const char* reads_a_file : {"onfigFile", "ollectors", "etricsConfig"}) {
+    if (text.find(reads_a_file) != std::string::npos) return 0;
+  }
   accel::agent::AgentConfig config;
   try {
     config = accel::agent::ParseAgentConfig(text, "agent.yaml");

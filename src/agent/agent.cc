@@ -16,15 +16,16 @@
 #include "devices/nvml_links.h"
 #include "devices/open_backends.h"
 #include "devices/topology_join.h"
-#include "topology/host_json.h"
 #include "kube/device_health.h"
 #include "kube/mps_daemons.h"
 #include "kube/plugin_server.h"
 #include "kube/resources.h"
 #include "telemetry/collector.h"
+#include "telemetry/field_selection.h"
 #include "telemetry/http_server.h"
 #include "telemetry/listen_address.h"
 #include "telemetry/web_config.h"
+#include "topology/host_json.h"
 #include "topology/sources.h"
 
 namespace accel::agent {
@@ -134,6 +135,10 @@ std::unique_ptr<Running> Agent::Impl::Build(const AgentConfig& config) {
   r->config = config;
   // Input that can be wrong is checked before anything changes on the node.
   telemetry::CollectorOptions copts = internal::CollectorOptionsFor(config.exporter, "agent config");
+  if (config.exporter.fields) {  // fields the counters file names that accel cannot read
+    std::string warning = telemetry::SelectionWarning(*config.exporter.fields);
+    if (!warning.empty()) log(warning);
+  }
   if (config.exporter.enabled) {  // read again by StartServing; cheap
     telemetry::ParseListenAddress(config.exporter.listen);
     telemetry::LoadWebConfig(config.exporter.web_config_file);
@@ -176,9 +181,11 @@ std::unique_ptr<Running> Agent::Impl::Build(const AgentConfig& config) {
     Tear(std::move(r));  // on a throw nothing stays running
     throw;
   }
-  log("started: " + std::to_string(r->devices.size()) + " device(s), " +
-      std::to_string(r->resources.size()) + " resource(s), " + std::to_string(r->labels.size()) +
-      " label(s); collecting every " + std::to_string(config.exporter.collect_interval.count()) +
+  // Only the parts that run are counted: the exporter alone has no resources or labels.
+  std::string started = "started: " + std::to_string(r->devices.size()) + " device(s)";
+  if (config.device_plugin.enabled) started += ", " + std::to_string(r->resources.size()) + " resource(s)";
+  if (config.labels.enabled) started += ", " + std::to_string(r->labels.size()) + " label(s)";
+  log(started + "; collecting every " + std::to_string(config.exporter.collect_interval.count()) +
       " ms");
   return r;
 }

@@ -11,7 +11,7 @@
 //     webConfigFile: ""
 //     profile: auto                                  # dcgm, amd, gaudi, none, comma lists
 //     collectInterval: 5s
-//     staleAfter: 0s                                 # 0 = 3 x collectInterval
+//     staleAfter: 15s                                # default (unset): 3 x collectInterval
 //     accelMetrics: true                             # the accel_* family beside the profiles
 //     hostnameLabel: Hostname                        # dcgm profile: Hostname, hostname or none
 //     collectors: ""                                 # dcgm-exporter counters CSV (its -f file)

@@ -13,7 +13,6 @@
 #include "common/strings.h"
 #include "kube/pod_resources.h"
 #include "telemetry/collector.h"
-#include "telemetry/field_selection.h"
 
 namespace accel::cli {
 
@@ -71,21 +70,10 @@ agent::AgentConfig ConfigFrom(const ExporterOptions& o) {
   return c;
 }
 
-/// ConfigFrom, and the one warning about the field selection (fields accel cannot read) on
-/// every load: at start and on each SIGHUP reload.
-agent::AgentConfig LoadAndWarn(const ExporterOptions& o) {
-  agent::AgentConfig c = ConfigFrom(o);
-  if (c.exporter.fields) {
-    std::string warning = telemetry::SelectionWarning(*c.exporter.fields);
-    if (!warning.empty()) std::cerr << "accel exporter: " << warning << "\n";
-  }
-  return c;
-}
-
 int RunExporter(const ExporterOptions& o) {
   DaemonSpec spec;
   spec.name = "accel exporter";
-  spec.load = [&o] { return LoadAndWarn(o); };
+  spec.load = [&o] { return ConfigFrom(o); };
   if (o.once) {
     spec.once = [](agent::Agent& agent) {
       // Rates (GPM activity, NVLink bandwidth) need a second reading.

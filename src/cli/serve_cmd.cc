@@ -47,6 +47,12 @@ void PrintSummary(const agent::AgentStatus& s) {
   std::cout << "exporter: " << (s.exporter_port ? "port " + std::to_string(s.exporter_port) : "off")
             << "\n";
   std::cout << "device plugin: " << (s.device_plugin ? "serving" : "off") << "\n";
+  for (const auto& m : s.mps) {
+    std::cout << "mps: " << m.resource << ": "
+              << (m.up ? "up, pid " + std::to_string(m.pid) : "down: " + m.error) << " ("
+              << m.pipe_dir << ")\n";
+    for (const auto& limit : m.limits) std::cout << "  " << limit << "\n";
+  }
 }
 
 int RunServe(const ServeOptions& o) {
@@ -64,13 +70,14 @@ void RegisterServe(CLI::App& app, int* exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "serve",
       "Run the node agent: the exporter (/metrics), the Kubernetes device plugin (one resource\n"
-      "per socket, NVIDIA k8s-device-plugin config: MIG strategies, time-slicing), node labels\n"
+      "per socket, NVIDIA k8s-device-plugin config: MIG strategies, time-slicing, MPS), node labels\n"
       "for node-feature-discovery and the MIG manager, from one YAML file (docs/node-agent.md).\n"
       "A node without accelerators still serves its topology labels and metrics.\n\n"
       "Examples:\n"
       "  accel serve                                     # defaults: every part, every vendor\n"
       "  accel serve --config /etc/accel/agent.yaml\n"
       "  accel serve --config examples/agent/time-slicing.yaml --once   # print what it serves\n"
+      "  accel serve --config examples/agent/mps.yaml   # MPS: one control daemon per resource\n"
       "  kill -HUP $(pidof accel)                        # reload the config file\n\n"
       "Signals: SIGHUP reloads the file (a bad file is logged and the running config kept);\n"
       "SIGINT/SIGTERM stop: device plugins withdraw their devices and remove their sockets.\n"

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <thread>
 
+#include "common/error.h"
 #include "kube/mps_control.h"
 #include "kube/mps_paths.h"
 
@@ -81,13 +82,12 @@ struct MpsDaemons::Impl {
     std::string binary = FindMpsControl(config->mps_settings, config->driver_root, path);
     try {
       if (binary.empty()) {
-        throw std::runtime_error(
-            std::string(kMpsControlBinary) + " not found (" +
-            (config->mps_settings.control_path.empty()
-                 ? "searched PATH and " + config->driver_root + "{usr/bin,bin}; set "
-                   "flags.mpsControlPath"
-                 : config->mps_settings.control_path + " is not an executable file") +
-            ")");
+        bool searched = config->mps_settings.control_path.empty();
+        throw SystemError(
+            "cannot start the MPS control daemon:", std::string(kMpsControlBinary) + " not found",
+            searched ? "searched PATH and " + config->driver_root + "{usr/bin,bin}"
+                     : config->mps_settings.control_path + " is not an executable file",
+            searched ? "set flags.mpsControlPath" : "");
       }
       if (!d.control || d.control->binary() != binary) {
         d.control = std::make_unique<MpsControl>(binary, d.paths, options.command_timeout);
@@ -101,8 +101,8 @@ struct MpsDaemons::Impl {
       d.control->StartDaemon();
       d.pid = WaitForPid(d);
       if (d.pid == 0) {
-        throw std::runtime_error("the control daemon exited right after it started" +
-                                 LastLogSuffix(d));
+        throw SystemError("cannot start the MPS control daemon:", binary,
+                          "the control daemon exited right after it started" + LastLogSuffix(d));
       }
       for (const std::string& command : d.limits) {
         try {

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "common/error.h"
 #include "k8s/deviceplugin/v1beta1/api.grpc.pb.h"
 #include "kube/plugin_service.h"
 
@@ -85,7 +86,9 @@ void DevicePluginServer::Start() {
   impl_->StopLocked();
   const std::string path = impl_->socket_path();
   if (path.size() >= sizeof(sockaddr_un{}.sun_path)) {
-    throw std::runtime_error("device plugin socket path too long for a unix socket: " + path);
+    throw SystemError("cannot serve the device plugin on", path,
+                      "the path is longer than a unix socket address can be",
+                      "choose a shorter pluginDir");
   }
   RemoveSocket(path);
   auto service = std::make_shared<PluginService>(&impl_->resource, impl_->node);
@@ -93,7 +96,10 @@ void DevicePluginServer::Start() {
   builder.AddListeningPort("unix:" + path, grpc::InsecureServerCredentials());
   builder.RegisterService(service.get());
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (!server) throw std::runtime_error("cannot serve the device plugin on " + path);
+  if (!server) {
+    throw SystemError("cannot serve the device plugin on", path, "gRPC could not bind the socket",
+                      "check that the directory is writable");
+  }
   impl_->server = std::move(server);
   {
     std::lock_guard<std::mutex> lock(impl_->service_mu);
@@ -106,8 +112,8 @@ void DevicePluginServer::Start() {
   grpc::Status status = Register(kubelet, impl_->resource);
   if (!status.ok()) {
     impl_->StopLocked();
-    throw std::runtime_error("registering " + impl_->resource.name + " with " + kubelet + ": " +
-                             status.error_message());
+    throw SystemError("cannot register " + impl_->resource.name + " with", kubelet,
+                      status.error_message(), "is the kubelet running?");
   }
 }
 

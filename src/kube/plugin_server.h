@@ -37,7 +37,7 @@ class DevicePluginServer {
 
   /// Removes a stale socket, listens on <plugin_dir>/<socket_name>, serves, then registers
   /// with <plugin_dir>/kubelet.sock (from a thread that does not block serving, since the
-  /// kubelet calls back during Register). Returns once registered. Throws std::runtime_error
+  /// kubelet calls back during Register). Returns once registered. Throws SystemError
   /// naming the socket when it cannot listen, or the kubelet's answer when Register fails.
   void Start();
   /// Sends an empty device list to open ListAndWatch streams (so capacity drops at once), ends
