@@ -1,5 +1,6 @@
 #include "common/strings.h"
 
+#include <algorithm>
 #include <cctype>
 
 namespace accel {
@@ -11,6 +12,37 @@ std::string JoinStrings(const std::vector<std::string>& items, std::string_view 
     out += items[i];
   }
   return out;
+}
+
+size_t EditDistance(std::string_view a, std::string_view b) {
+  auto lower = [](char c) { return std::tolower(static_cast<unsigned char>(c)); };
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t above = row[j];
+      size_t substitute = diagonal + (lower(a[i - 1]) == lower(b[j - 1]) ? 0 : 1);
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, substitute});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string_view ClosestMatch(std::string_view word, const std::vector<std::string_view>& candidates,
+                              size_t max_distance) {
+  std::string_view best;
+  size_t best_distance = max_distance + 1;
+  for (std::string_view c : candidates) {
+    size_t d = EditDistance(word, c);
+    if (d < best_distance) {
+      best_distance = d;
+      best = c;
+    }
+  }
+  return best;
 }
 
 std::string_view Trim(std::string_view s, std::string_view chars) {

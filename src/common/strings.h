@@ -14,6 +14,15 @@ std::string JoinStrings(const std::vector<std::string>& items, std::string_view 
 /// "mlx5_2" < "mlx5_10" and "cpu9" < "cpu10"; otherwise byte order. A strict weak order.
 bool NaturalLess(std::string_view a, std::string_view b);
 
+/// Levenshtein distance (insertions, deletions, substitutions), ASCII letters compared without
+/// case: EditDistance("hw:cpu_polcy", "hw:cpu_policy") == 1.
+size_t EditDistance(std::string_view a, std::string_view b);
+
+/// The candidate nearest to `word` by EditDistance, when that distance is at most
+/// `max_distance` (the first of equals wins); empty otherwise. For "did you mean ...?" hints.
+std::string_view ClosestMatch(std::string_view word, const std::vector<std::string_view>& candidates,
+                              size_t max_distance);
+
 /// The characters Trim removes by default: ASCII white space (space, \t, \n, \v, \f, \r).
 inline constexpr std::string_view kAsciiSpace = " \t\n\v\f\r";
 

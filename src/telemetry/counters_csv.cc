@@ -6,6 +6,7 @@
 #include <map>
 
 #include "common/error.h"
+#include "common/strings.h"
 #include "common/structured_file.h"
 #include "telemetry/dcgm_fields.h"
 #include "telemetry/field_selection.h"
@@ -22,12 +23,8 @@ struct Record {
 
 bool IsBlank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
 
-std::string TrimBlanks(std::string_view s) {
-  size_t b = 0, e = s.size();
-  while (b < e && IsBlank(s[b])) ++b;
-  while (e > b && IsBlank(s[e - 1])) --e;
-  return std::string(s.substr(b, e - b));
-}
+// The blanks Go's strings.TrimSpace would remove from a CSV field (no line breaks inside one).
+std::string TrimBlanks(std::string_view s) { return std::string(Trim(s, " \t\r")); }
 
 [[noreturn]] void Fail(const std::string& source, int line, const std::string& problem,
                        const std::string& hint = "") {
@@ -108,32 +105,10 @@ std::vector<Record> ReadRecords(std::string_view text, const std::string& source
   return records;
 }
 
-size_t EditDistance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
-
 std::string Closest(std::string_view name) {
-  const DcgmField* best = nullptr;
-  size_t best_distance = 0;
-  for (const DcgmField& f : DcgmFields()) {
-    size_t d = EditDistance(name, f.name);
-    if (!best || d < best_distance) {
-      best = &f;
-      best_distance = d;
-    }
-  }
-  return best && best_distance <= 4 ? best->name : "";
+  std::vector<std::string_view> names;
+  for (const DcgmField& f : DcgmFields()) names.push_back(f.name);
+  return std::string(ClosestMatch(name, names, 4));
 }
 
 std::string Plural(size_t n, const char* one, const char* many) {

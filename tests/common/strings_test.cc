@@ -79,5 +79,30 @@ TEST(Strings, SplitListTrimsItemsAndDropsEmptyOnes) {
   }
 }
 
+TEST(Strings, EditDistanceAndClosestMatch) {
+  EXPECT_EQ(EditDistance("", ""), 0u);
+  EXPECT_EQ(EditDistance("abc", ""), 3u);
+  EXPECT_EQ(EditDistance("hw:cpu_polcy", "hw:cpu_policy"), 1u);
+  EXPECT_EQ(EditDistance("DCGM_FI_DEV_GPU_TEMP", "dcgm_fi_dev_gpu_temp"), 0u);  // case-blind
+  EXPECT_EQ(EditDistance("kitten", "sitting"), 3u);
+  const std::vector<std::string_view> keys = {"hw:cpu_policy", "hw:mem_page_size", "hw:numa_nodes"};
+  EXPECT_EQ(ClosestMatch("hw:cpu_polcy", keys, 2), "hw:cpu_policy");
+  EXPECT_EQ(ClosestMatch("hw:gpu", keys, 2), "");
+  EXPECT_EQ(ClosestMatch("x", {}, 5), "");
+  // Symmetric, zero only for equal strings (ignoring case), and a triangle inequality.
+  std::mt19937 rng(11);
+  auto word = [&] {
+    std::string w;
+    for (int k = static_cast<int>(rng() % 6); k > 0; --k) w += "abAB"[rng() % 4];
+    return w;
+  };
+  for (int i = 0; i < 2000; ++i) {
+    std::string a = word(), b = word(), c = word();
+    ASSERT_EQ(EditDistance(a, b), EditDistance(b, a)) << a << " " << b;
+    ASSERT_LE(EditDistance(a, c), EditDistance(a, b) + EditDistance(b, c)) << a << " " << b << " " << c;
+    ASSERT_LE(EditDistance(a, b), std::max(a.size(), b.size()));
+  }
+}
+
 }  // namespace
 }  // namespace accel
