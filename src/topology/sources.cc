@@ -39,7 +39,8 @@ HostTopology LoadTopology(const std::string& spec) {
     first = text.find_first_not_of(" \t\r\n", first + 3);
   char c = first == std::string::npos ? '\0' : text[first];
   if (c == '{') return HostFromJson(text, spec);
-  if (c == '<') return LoadHwlocXmlText(text, spec, FileBaseName(spec));
+  // hwloc's minimal XML parser (used without libhwloc-plugins) refuses a byte order mark.
+  if (c == '<') return LoadHwlocXmlText(text.substr(first), spec, FileBaseName(spec));
   throw InputError(spec, "",
                    first == std::string::npos ? "is empty" : "is neither JSON nor hwloc XML",
                    "give accel's host JSON (accel topo -o json), an hwloc XML export "

@@ -30,11 +30,8 @@ using testing::Gpu;
 using Clock = MpsDaemons::Clock;
 using std::chrono::milliseconds;
 
-// build/tests/fakes/mps/nvidia-cuda-mps-control, next to the fake NVML's directory.
-std::string FakeMpsControl() {
-  return (fs::path(ACCEL_FAKE_NVML).parent_path().parent_path() / "mps" / kMpsControlBinary)
-      .string();
-}
+// build/tests/fakes/mps/nvidia-cuda-mps-control: the fake control daemon.
+std::string FakeMpsControl() { return ACCEL_FAKE_MPS_CONTROL; }
 
 std::string ReadAll(const fs::path& p) {
   std::ifstream in(p);

@@ -32,7 +32,7 @@ PrometheusServer::PrometheusServer(const std::string& dir, const std::string& jo
         auto r = client.Get("/-/ready");
         return r && r->status == 200;
       },
-      std::chrono::seconds(30));
+      std::chrono::seconds(120));
   if (!ready) throw std::runtime_error("prometheus did not become ready:\n" + process_->Log());
 }
 

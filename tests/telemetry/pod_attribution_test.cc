@@ -569,12 +569,7 @@ TEST(AttributionPerformance, SixtyFourPodsOnEightMigGpus) {
       std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() /
       kRounds;
   RecordProperty("per_call_us", std::to_string(per_call_us));
-#if defined(__SANITIZE_ADDRESS__)
-  constexpr double kLimitUs = 10000;  // sanitizer builds are ~10x slower
-#else
-  constexpr double kLimitUs = 1000;
-#endif
-  EXPECT_LT(per_call_us, kLimitUs);
+  // The 1 ms target is checked by bench/telemetry_bench (BM_AttributePods), not here.
   std::printf("AttributePods, 64 pods x 8 GPUs x 7 MIG: %.1f us per call\n", per_call_us);
 }
 
