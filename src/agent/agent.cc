@@ -3,8 +3,6 @@
 // fallback.
 #include "agent/agent.h"
 
-#include <sys/stat.h>
-
 #include <atomic>
 #include <iostream>
 #include <set>
@@ -31,11 +29,6 @@
 namespace accel::agent {
 
 namespace {
-
-bool PathExists(const std::string& path) {
-  struct stat st;
-  return !path.empty() && stat(path.c_str(), &st) == 0;
-}
 
 /// The host's topology; a host we cannot read only loses NUMA nodes and interconnect levels.
 topology::HostTopology LoadHost(const std::string& spec, const internal::Log& log) {
@@ -105,6 +98,9 @@ void AddNvlinkPeers(const std::vector<std::unique_ptr<devices::DeviceBackend>>& 
 /// Everything one Start built; destroyed in reverse order of construction by Stop.
 struct Running {
   AgentConfig config;
+  /// exporter.listen and exporter.webConfigFile, read once before anything changes on the node.
+  telemetry::ListenAddress address;
+  telemetry::WebConfig web;
   topology::HostTopology host;
   std::vector<kube::NodeDevice> devices;
   std::vector<kube::PluginResource> resources;
@@ -139,9 +135,9 @@ std::unique_ptr<Running> Agent::Impl::Build(const AgentConfig& config) {
     std::string warning = telemetry::SelectionWarning(*config.exporter.fields);
     if (!warning.empty()) log(warning);
   }
-  if (config.exporter.enabled) {  // read again by StartServing; cheap
-    telemetry::ParseListenAddress(config.exporter.listen);
-    telemetry::LoadWebConfig(config.exporter.web_config_file);
+  if (config.exporter.enabled) {
+    r->address = telemetry::ParseListenAddress(config.exporter.listen);
+    r->web = telemetry::LoadWebConfig(config.exporter.web_config_file);
   }
 
   internal::ApplyMigConfig(config, log);
@@ -149,25 +145,35 @@ std::unique_ptr<Running> Agent::Impl::Build(const AgentConfig& config) {
   devices::VendorLibraries libraries{config.nvml_library, config.rocm_smi_library,
                                      config.hlml_library};
   auto backends = devices::OpenBackends(config.vendors, libraries, log, "vendors");
-  std::vector<devices::DeviceBackend*> raw;
-  for (auto& b : backends) raw.push_back(b.get());
-  r->devices = kube::DiscoverNodeDevices(raw);
-  if (!r->host.pci.empty()) kube::JoinNodeTopology(&r->devices, r->host);
-  r->resources = kube::BuildResources(r->devices, config.device_plugin.config);
-  r->labels = kube::NodeLabels(r->devices, config.device_plugin.config, r->resources, r->host);
-  r->interconnect = devices::PcieInterconnect(r->host, PhysicalAddresses(r->devices));
-  // NVLink peers steer preferred allocation only; the exporter alone does not ask NVML for them.
-  if (config.device_plugin.enabled) AddNvlinkPeers(backends, r->devices, &r->interconnect, log);
-  r->health = std::make_unique<kube::DeviceHealth>(r->devices, config.device_plugin.config.health);
-
-  // The collector is the only reader of the devices and their events: health rides on it.
-  kube::DeviceHealth* health = r->health.get();
-  copts.on_event = [health](const devices::HealthEvent& e) {
-    health->OnEvent(e, kube::DeviceHealth::Clock::now());
-  };
-  copts.on_reading = [health](devices::Vendor v, unsigned index, const devices::DeviceReading& d) {
-    health->OnReading(v, index, d, kube::DeviceHealth::Clock::now());
-  };
+  // Before the first read: discovery below reads every device once.
+  if (copts.extra_reads.any()) {
+    for (auto& b : backends) b->SetExtraReads(copts.extra_reads);
+  }
+  // The node's allocatable devices, resources, labels and health serve the device plugin and
+  // the labels. The exporter alone needs none of them, and discovery reads each device on this
+  // thread, where a hung vendor call would hang start-up; the collector's workers read instead.
+  if (config.device_plugin.enabled || config.labels.enabled) {
+    std::vector<devices::DeviceBackend*> raw;
+    for (auto& b : backends) raw.push_back(b.get());
+    r->devices = kube::DiscoverNodeDevices(raw);
+    if (!r->host.pci.empty()) kube::JoinNodeTopology(&r->devices, r->host);
+    r->resources = kube::BuildResources(r->devices, config.device_plugin.config);
+    r->labels = kube::NodeLabels(r->devices, config.device_plugin.config, r->resources, r->host);
+  }
+  if (config.device_plugin.enabled) {
+    r->interconnect = devices::PcieInterconnect(r->host, PhysicalAddresses(r->devices));
+    AddNvlinkPeers(backends, r->devices, &r->interconnect, log);
+    r->health = std::make_unique<kube::DeviceHealth>(r->devices, config.device_plugin.config.health);
+    // The collector is the only reader of the devices and their events: health rides on it.
+    kube::DeviceHealth* health = r->health.get();
+    copts.on_event = [health](const devices::HealthEvent& e) {
+      health->OnEvent(e, kube::DeviceHealth::Clock::now());
+    };
+    copts.on_reading = [health](devices::Vendor v, unsigned index,
+                                const devices::DeviceReading& d) {
+      health->OnReading(v, index, d, kube::DeviceHealth::Clock::now());
+    };
+  }
   r->collector = std::make_unique<telemetry::Collector>(std::move(backends), copts);
   if (!r->host.pci.empty() && !r->collector->identities().empty()) {
     std::vector<devices::DeviceIdentity> ids = r->collector->identities();
@@ -182,7 +188,7 @@ std::unique_ptr<Running> Agent::Impl::Build(const AgentConfig& config) {
     throw;
   }
   // Only the parts that run are counted: the exporter alone has no resources or labels.
-  std::string started = "started: " + std::to_string(r->devices.size()) + " device(s)";
+  std::string started = "started: " + std::to_string(r->collector->identities().size()) + " device(s)";
   if (config.device_plugin.enabled) started += ", " + std::to_string(r->resources.size()) + " resource(s)";
   if (config.labels.enabled) started += ", " + std::to_string(r->labels.size()) + " label(s)";
   log(started + "; collecting every " + std::to_string(config.exporter.collect_interval.count()) +
@@ -193,8 +199,8 @@ std::unique_ptr<Running> Agent::Impl::Build(const AgentConfig& config) {
 void Agent::Impl::StartServing(Running* r) {
   const AgentConfig& config = r->config;
   if (config.exporter.enabled) {
-    telemetry::ListenAddress address = telemetry::ParseListenAddress(config.exporter.listen);
-    telemetry::WebConfig web = telemetry::LoadWebConfig(config.exporter.web_config_file);
+    const telemetry::ListenAddress& address = r->address;
+    const telemetry::WebConfig& web = r->web;
     telemetry::Collector* c = r->collector.get();
     r->server = std::make_unique<telemetry::MetricsServer>(
         web, [c] { return c->exposition(); }, [] { return true; });
@@ -216,7 +222,7 @@ void Agent::Impl::StartServing(Running* r) {
                                                 log);
     r->mps->Start();
   }
-  if (config.device_plugin.enabled && PathExists(pc.plugin_dir)) {
+  if (config.device_plugin.enabled && internal::PathExists(pc.plugin_dir)) {
     kube::PluginNode node{&r->devices, &config.device_plugin.config, &r->interconnect,
                           r->health.get()};
     r->plugins = std::make_unique<kube::DevicePluginManager>(node);
@@ -284,6 +290,8 @@ std::shared_ptr<const std::string> Agent::CollectNow() {
   impl_->running->collector->RefreshNow();
   return impl_->running->collector->exposition();
 }
+
+bool Agent::running() const { return impl_->running != nullptr; }
 
 int Agent::exporter_port() const {
   return impl_->running && impl_->running->server ? impl_->running->server->port() : 0;

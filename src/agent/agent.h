@@ -49,20 +49,27 @@ class Agent {
   ~Agent();  ///< Stop()
 
   /// Applies the MIG config (when enabled), opens the backends, then starts every enabled part.
-  /// Throws InputError / BackendError / std::runtime_error (listen failure) before anything is
-  /// left running: on a throw, nothing was started (a MIG config applied first stays applied).
+  /// Throws InputError (config, web config), BackendError (vendor library) or SystemError
+  /// (cannot listen, cannot serve a plugin socket) before anything is left running: on a throw,
+  /// nothing was started (a MIG config applied first stays applied). The exporter alone (device
+  /// plugin and labels off) reads no device on this thread: a hung vendor call cannot hang it.
   /// Throws std::logic_error when already started.
   void Start(const AgentConfig& config);
 
   /// Switches to `config`: stops every part, then starts them with `config` (devices and MIG
   /// state may have changed, so nothing is carried over). When `config` fails to start, the
-  /// old config is started again and the error is rethrown. Not started → same as Start.
+  /// old config is started again and the error is rethrown; when that fails too, or a vendor
+  /// call of the old config is still hung (SystemError), nothing runs afterwards: running() says
+  /// so. Not started → same as Start.
   void Reload(const AgentConfig& config);
 
   /// Stops every part: device plugins send an empty list and remove their sockets, the MPS
   /// control daemons are told to quit, the exporter stops serving. Returns false when a vendor
   /// call is still hung (the caller should _exit).
   bool Stop();
+
+  /// True between a successful Start (or Reload) and Stop, or a Reload that left nothing running.
+  bool running() const;
 
   /// Runs one collection pass now and returns its exposition (rates such as GPM activity need
   /// a pass before it). Null when not started. For `accel exporter --once`.

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <filesystem>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -12,6 +13,12 @@
 #include "telemetry/collector.h"
 
 namespace accel::agent::internal {
+
+/// True when `path` names something that exists (a socket, a directory); false for "".
+inline bool PathExists(const std::string& path) {
+  std::error_code ec;
+  return !path.empty() && std::filesystem::exists(path, ec);
+}
 
 using Log = std::function<void(const std::string&)>;
 

@@ -1,21 +1,10 @@
 // The exporter section as collector options: the one place `accel serve` and `accel exporter`
 // turn their exporter settings into what the collector and renderers run with.
-#include <sys/stat.h>
-
 #include "agent/agent_internal.h"
 #include "telemetry/dcgm_fields.h"
 #include "telemetry/render_profile.h"
 
 namespace accel::agent::internal {
-
-namespace {
-
-bool PathExists(const std::string& path) {
-  struct stat st;
-  return !path.empty() && stat(path.c_str(), &st) == 0;
-}
-
-}  // namespace
 
 telemetry::CollectorOptions CollectorOptionsFor(const ExporterSection& exporter,
                                                 const std::string& where) {

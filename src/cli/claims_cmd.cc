@@ -126,7 +126,7 @@ int ReleaseClaim(const ReleaseOptions& o) {
   bool released = std::filesystem::exists(path) && ClaimStore::Open(path).Release(o.id);
   if (!released) {
     std::cerr << "accel release: no claim " << o.id << " in " << path << "\n";
-    return 1;  // like kExitNoFit: a well-formed request with nothing to act on
+    return kExitNoFit;  // a well-formed request with nothing to act on
   }
   std::cout << "released " << o.id << "\n";
   return kExitOk;
@@ -152,7 +152,9 @@ void RegisterClaims(CLI::App& app, int* exit_code) {
       "List the claims (placements in force) in the state database.\n"
       "Examples:\n"
       "  accel claims\n"
-      "  accel claims --host hgx-h100 -o json");
+      "  accel claims --host hgx-h100 -o json\n"
+      "Exit status: 0 listed; 2 the file is not a claim database; 5 it cannot be opened or is\n"
+      "locked (permissions, disk, another process).");
   claims->add_option("--state", claims_opts->state, kStateHelp);
   claims->add_option("--host", claims_opts->host, "only the claims on this host");
   claims->add_option("-o,--output", claims_opts->output, "table (default), json or yaml")
@@ -165,9 +167,10 @@ void RegisterClaims(CLI::App& app, int* exit_code) {
   CLI::App* release = app.add_subcommand(
       "release",
       "Release a claim: its CPUs, pages and devices become free for new placements.\n"
-      "Exits 1 when there is no claim with that id.\n"
       "Example:\n"
-      "  accel release c-0123456789ab");
+      "  accel release c-0123456789ab\n"
+      "Exit status: 0 released; 1 no claim with that id; 2 the file is not a claim database;\n"
+      "5 it cannot be opened or is locked.");
   release->add_option("ID", release_opts->id, "claim id, as accel claims lists it")->required();
   release->add_option("--state", release_opts->state, kStateHelp);
   release->callback([release_opts, exit_code] {

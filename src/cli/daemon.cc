@@ -7,8 +7,8 @@
 #include <iostream>
 #include <memory>
 
+#include "cli/exit_code.h"
 #include "common/error.h"
-#include "devices/backend.h"
 
 namespace accel::cli {
 
@@ -23,30 +23,30 @@ void TuneAllocatorForALongRunningProcess() {
   mallopt(M_TRIM_THRESHOLD, 256 * 1024);
 }
 
-/// The exit code for an error thrown while loading or starting.
-int ExitCodeFor(const std::exception& e) {
-  if (dynamic_cast<const InputError*>(&e) != nullptr) return kExitBadInput;
-  if (dynamic_cast<const devices::BackendError*>(&e) != nullptr) return kExitBadInput;
-  if (dynamic_cast<const SystemError*>(&e) != nullptr) return kExitSystem;
-  return kExitInternal;
-}
-
-/// Waits for signals until SIGINT/SIGTERM; SIGHUP reloads.
-void SignalLoop(const sigset_t& signals, const DaemonSpec& spec, agent::Agent* agent,
-                const agent::Agent::Log& log) {
+/// Waits for signals until SIGINT/SIGTERM (returns kExitOk); SIGHUP reloads. A reload that
+/// leaves nothing running returns kExitSystem, so the supervisor (systemd, the kubelet) restarts
+/// accel instead of a process that serves nothing.
+int SignalLoop(const sigset_t& signals, const DaemonSpec& spec, agent::Agent* agent,
+               const agent::Agent::Log& log) {
   for (;;) {
     int sig = 0;
     sigwait(&signals, &sig);
     if (sig != SIGHUP) {
       log(std::string(sig == SIGTERM ? "SIGTERM" : "SIGINT") + ", stopping");
-      return;
+      return kExitOk;
     }
     log("SIGHUP, reloading");
     try {
       agent->Reload(spec.load());
       log("reloaded");
     } catch (const std::exception& e) {
-      log(std::string("reload failed, keeping the previous config: ") + e.what());
+      if (agent->running()) {
+        log(std::string("reload failed, keeping the previous config: ") + e.what());
+      } else {
+        log(std::string("reload failed and the previous config does not run either: ") +
+            e.what() + "; exiting");
+        return kExitSystem;
+      }
     }
   }
 }
@@ -78,19 +78,24 @@ int RunDaemon(const DaemonSpec& spec) {
     log(e.what());
     return ExitCodeFor(e);
   }
+  int exit_code = kExitOk;
   if (spec.once) {
     spec.once(*agent);
     std::cout.flush();
   } else {
-    SignalLoop(signals, spec, agent.get(), log);
+    exit_code = SignalLoop(signals, spec, agent.get(), log);
+  }
+  if (exit_code != kExitOk) {  // a failed reload may have left a hung vendor call behind
+    std::cout.flush();
+    _exit(exit_code);
   }
   if (!agent->Stop()) {
     log("a vendor library call is still hung; exiting without it");
     agent.release();  // destroying it under a blocked call would crash
     std::cout.flush();
-    _exit(kExitOk);
+    _exit(exit_code);
   }
-  return kExitOk;
+  return exit_code;
 }
 
 }  // namespace accel::cli

@@ -26,9 +26,10 @@ struct DaemonSpec {
 ///     in this one: SIGHUP reloads (spec.load again; a failure is logged and the running config
 ///     kept), SIGINT/SIGTERM stop;
 ///   - on stop, leaves a vendor call that is still hung behind and exits at once (_exit).
-/// Returns the exit code: kExitOk after a signal or `once`; kExitBadInput when the config, a
-/// vendor library (BackendError) or the web config is wrong; kExitSystem when the system refuses
-/// (cannot listen, cannot create a socket). Nothing is left running on an error.
+/// Returns the exit code (cli/exit_code.h): kExitOk after a signal or `once`; kExitBadInput when
+/// the config, a vendor library (BackendError) or the web config is wrong; kExitSystem when the
+/// system refuses (cannot listen, cannot create a socket) or a SIGHUP reload left nothing
+/// running; kExitInternal for a bug. Nothing is left running on an error.
 int RunDaemon(const DaemonSpec& spec);
 
 }  // namespace accel::cli

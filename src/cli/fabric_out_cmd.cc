@@ -261,7 +261,7 @@ void RegisterTopoXml(CLI::App* fabric, int* exit_code) {
       "      --domain examples/fabric/hgx-8gpu.libvirt.xml\n"
       "  accel fabric topo-xml --domain nova.xml --guest-map 1b:00.0=00:05.0 --guest-map "
       "18:00.0=00:06.0\n\n"
-      "Exit status: 0 written; 2 bad input (nothing written).");
+      "Exit status: 0 written; 2 bad input (nothing written); 5 -o FILE cannot be written.");
   AddFabricInputOptions(cmd, &opts->inputs);
   cmd->add_option(
          "--domain", opts->domain,

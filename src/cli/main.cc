@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/exit_code.h"
 #include "cli/help.h"
 #include "common/error.h"
 #include "common/version.h"
@@ -88,15 +89,11 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : accel::kExitBadInput;
-  } catch (const accel::InputError& e) {
-    std::cerr << CommandPath(app) << ": " << e.what() << "\n";
-    return accel::kExitBadInput;
-  } catch (const accel::SystemError& e) {
-    std::cerr << CommandPath(app) << ": " << e.what() << "\n";
-    return accel::kExitSystem;
   } catch (const std::exception& e) {
-    std::cerr << CommandPath(app) << ": internal error: " << e.what() << "\n";
-    return accel::kExitInternal;
+    int code = accel::cli::ExitCodeFor(e);
+    std::cerr << CommandPath(app) << ": " << (code == accel::kExitInternal ? "internal error: " : "")
+              << e.what() << "\n";
+    return code;
   }
   return exit_code;
 }

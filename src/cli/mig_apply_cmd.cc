@@ -38,8 +38,20 @@ bool StateWanted(const ApplyOptions& o) {
   return std::filesystem::is_directory(std::filesystem::path(o.state_file).parent_path());
 }
 
+// Writes the state labels. "pending" is written before the GPUs change, so a file that cannot be
+// written stops the apply there (SystemError, exit 5, nothing changed). The outcome after the
+// GPUs changed (or were found as wanted) is only reported: the apply's own result stands.
 void WriteState(const ApplyOptions& o, sharing::MigConfigState state) {
-  if (StateWanted(o)) sharing::WriteMigConfigState(o.state_file, o.name, state);
+  if (!StateWanted(o)) return;
+  if (state == sharing::MigConfigState::kPending) {
+    sharing::WriteMigConfigState(o.state_file, o.name, state);
+    return;
+  }
+  try {
+    sharing::WriteMigConfigState(o.state_file, o.name, state);
+  } catch (const SystemError& e) {
+    std::cerr << "accel mig apply: warning: state labels not written: " << e.what() << "\n";
+  }
 }
 
 int RunApply(const ApplyOptions& o) {
@@ -108,7 +120,8 @@ void RegisterMigApply(CLI::App* mig, int* exit_code) {
       "  kubectl -n gpu-operator get configmap default-mig-parted-config -o yaml > cm.yaml\n"
       "  sudo accel mig apply --config cm.yaml --name all-1g.10gb --dry-run\n\n"
       "Exit status: 0 applied (or already applied, or dry run); 1 cannot be applied or failed\n"
-      "and rolled back; 2 bad input or NVML unusable.");
+      "and rolled back; 2 bad input or NVML unusable; 5 the state file cannot be written\n"
+      "(checked before any GPU changes).");
   cmd->add_option("--config,-f", o->config,
                   "mig-parted config file (version v1), or a Kubernetes ConfigMap holding one")
       ->required();

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
+#include <random>
 
 #include "common/error.h"
 
@@ -42,12 +43,21 @@ void WriteFileAtomically(const std::string& path, std::string_view content,
     fs::create_directories(dir, ec);
     if (ec) throw SystemError("cannot create directory", dir.string(), ec.message());
   }
+  // PID, a per-process sequence and a random part: a container's agent is often PID 1 again
+  // after a restart, and a temporary file left by a killed run must not block the next one.
   static std::atomic<unsigned> sequence{0};
-  const std::string temp = (dir / ("." + target.filename().string() + ".tmp." +
-                                   std::to_string(::getpid()) + "." +
-                                   std::to_string(sequence.fetch_add(1))))
-                               .string();
-  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, options.mode);
+  std::random_device random;
+  std::string temp;
+  int fd = -1;
+  for (int attempt = 0; attempt < 8 && fd < 0; ++attempt) {
+    char suffix[32];
+    std::snprintf(suffix, sizeof suffix, "%08x%08x", random(), random());
+    temp = (dir / ("." + target.filename().string() + ".tmp." + std::to_string(::getpid()) + "." +
+                   std::to_string(sequence.fetch_add(1)) + "." + suffix))
+               .string();
+    fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, options.mode);
+    if (fd < 0 && errno != EEXIST) break;
+  }
   if (fd < 0) Fail(path, errno);
   bool ok = WriteAll(fd, content) && ::fsync(fd) == 0;
   int err = errno;

@@ -2,7 +2,7 @@
 // node labels in NFD's features.d, the MIG state file, generated configs given with -o.
 //
 // Readers see the old file or the whole new one, never a part: the content goes to a hidden
-// temporary file in the same directory (".NAME.tmp.PID.N": a leading dot, so directory scanners
+// temporary file in the same directory (".NAME.tmp.PID.N.RANDOM": a leading dot, so directory scanners
 // such as node-feature-discovery's features.d reader skip it), is flushed to disk with fsync,
 // then renamed over the target; the directory is synced so the rename survives a crash.
 // Thread-safe: concurrent writers (threads or processes) never share a temporary file; the last

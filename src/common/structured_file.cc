@@ -435,7 +435,7 @@ std::string ReadWholeFile(const std::string& path) {
                        "give the path of a regular file");
     }
   }
-  if (in.bad()) throw InputError(path, "", std::string("cannot be read: ") + std::strerror(errno));
+  if (in.bad()) throw SystemError::FromErrno("cannot read", path, errno);
   return text;
 }
 

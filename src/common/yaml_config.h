@@ -39,10 +39,10 @@ class YamlMapReader {
   /// `value` is never null; `field` is the key's full path ("sharing.mps.renameByDefault").
   using Handler = std::function<void(const YAML::Node& value, const std::string& field)>;
 
-  /// `where` names the document in errors (a file, "agent.yaml: devicePlugin.config"); it must
-  /// outlive the reader. `path` is the mapping's own key path ("" at the top).
-  YamlMapReader(const std::string& where, YAML::Node node, std::string path)
-      : where_(where), node_(std::move(node)), path_(std::move(path)) {}
+  /// `where` names the document in errors (a file, "agent.yaml: devicePlugin.config").
+  /// `path` is the mapping's own key path ("" at the top).
+  YamlMapReader(std::string where, YAML::Node node, std::string path)
+      : where_(std::move(where)), node_(std::move(node)), path_(std::move(path)) {}
 
   YamlMapReader& On(const std::string& key, Handler handler) {
     handlers_[key] = std::move(handler);
@@ -58,7 +58,7 @@ class YamlMapReader {
   void Run() const;
 
  private:
-  const std::string& where_;
+  std::string where_;
   YAML::Node node_;
   std::string path_;
   std::map<std::string, Handler> handlers_;

@@ -1,5 +1,6 @@
 #include "devices/nvml_session.h"
 
+#include "common/strings.h"
 #include "devices/backend.h"
 #include "devices/topology_join.h"
 
@@ -38,11 +39,6 @@ std::string InitHint(nvmlReturn_t rc) {
   }
 }
 
-std::string Join(const std::vector<std::string>& names) {
-  std::string out;
-  for (const std::string& name : names) out += (out.empty() ? "" : ", ") + name;
-  return out;
-}
 
 }  // namespace
 
@@ -84,7 +80,7 @@ NvmlSession::NvmlSession(std::unique_ptr<SharedLibrary> library, const NvmlSessi
     missing.insert(missing.end(), more.begin(), more.end());
   }
   if (!missing.empty()) {
-    throw BackendError("NVML (" + path() + "): " + options.missing_what + ": " + Join(missing) +
+    throw BackendError("NVML (" + path() + "): " + options.missing_what + ": " + JoinStrings(missing, ", ") +
                        " (" + options.missing_fix + ")");
   }
   bool allow_no_gpus = options.init == NvmlInit::kAllowNoGpus;

@@ -5,6 +5,8 @@
 #include <cctype>
 #include <vector>
 
+#include "common/strings.h"
+
 namespace accel::placement {
 
 namespace {
@@ -51,25 +53,6 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
   return true;
 }
 
-size_t EditDistance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t above = row[j];
-      size_t substitute = diagonal + (std::tolower(static_cast<unsigned char>(a[i - 1])) ==
-                                              std::tolower(static_cast<unsigned char>(b[j - 1]))
-                                          ? 0
-                                          : 1);
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, substitute});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
-
 // "resources:PCPU", "resources2:PCPU" (Nova's 'resources([1-9][0-9]*)?:PCPU').
 bool IsGroupedKey(std::string_view key, std::string_view prefix, std::string_view name) {
   if (!StartsWith(key, prefix)) return false;
@@ -100,17 +83,9 @@ std::string ClosestKey(std::string_view key) {
   candidates.push_back("hw:numa_cpus.0");
   candidates.push_back("hw:numa_mem.0");
   candidates.push_back("pci_passthrough:alias");
-  std::string_view best;
   // A typo is a few edits in a long key; "hw:gpu" is not a misspelt "hw:pmu".
-  size_t best_distance = std::min<size_t>(3, std::max<size_t>(1, key.size() / 5)) + 1;
-  for (std::string_view c : candidates) {
-    size_t d = EditDistance(key, c);
-    if (d < best_distance) {
-      best_distance = d;
-      best = c;
-    }
-  }
-  return std::string(best);
+  size_t reach = std::min<size_t>(3, std::max<size_t>(1, key.size() / 5));
+  return std::string(ClosestMatch(key, candidates, reach));
 }
 
 // Sets *out_problem and *out_hint; the hint is `hint`, or the supported list when `hint` is

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "common/configmap.h"
 #include "common/error.h"
 #include "common/structured_file.h"
 #include "common/strings.h"
@@ -31,11 +32,6 @@ std::optional<YAML::Node> RootMap(std::string_view text, const std::string& sour
   return std::nullopt;
 }
 
-std::string QuotedList(const std::vector<std::string>& keys) {
-  std::vector<std::string> quoted;
-  for (const std::string& k : keys) quoted.push_back("\"" + k + "\"");
-  return JoinStrings(quoted, ", ");
-}
 
 MigPartedDocument FromConfigMap(std::string_view text, const YAML::Node& root,
                                 const std::string& source, const std::string& wanted) {
@@ -47,42 +43,20 @@ MigPartedDocument FromConfigMap(std::string_view text, const YAML::Node& root,
   const std::string what = from.name.empty() ? "the ConfigMap" : "ConfigMap " + from.name;
   const YAML::Node data = root["data"];
   const int kind_line = LineOf(root["kind"], 1);
-  if (!data || !data.IsMap() || data.size() == 0) {
-    throw InputError(source + ":" + std::to_string(data ? LineOf(data, kind_line) : kind_line),
-                     "data", what + " holds no data",
-                     "a mig-parted ConfigMap carries the config under data.\"config.yaml\"");
-  }
-  std::optional<YAML::Node> value;
-  int key_line = LineOf(data, kind_line);
-  for (auto it = data.begin(); it != data.end(); ++it) {
-    if (!it->first.IsScalar()) continue;
-    from.keys.push_back(it->first.Scalar());
-  }
-  std::string key = wanted;
-  if (key.empty()) {
-    const bool has_default =
-        std::find(from.keys.begin(), from.keys.end(), kDefaultKey) != from.keys.end();
-    if (has_default) {
-      key = kDefaultKey;
-    } else if (from.keys.size() == 1) {
-      key = from.keys.front();
-    } else {
-      throw InputError(source + ":" + std::to_string(key_line), "data",
-                       what + " has " + std::to_string(from.keys.size()) + " keys (" +
-                           QuotedList(from.keys) + ") and none is \"config.yaml\"",
-                       "name the one holding the mig-parted config: --key NAME");
+  int key_line = data ? LineOf(data, kind_line) : kind_line;
+  if (data && data.IsMap()) {
+    for (auto it = data.begin(); it != data.end(); ++it) {
+      if (it->first.IsScalar()) from.keys.push_back(it->first.Scalar());
     }
   }
+  const std::string key = ChooseConfigMapKey(from.keys, wanted, kDefaultKey, what,
+                                             source + ":" + std::to_string(key_line), "--key");
+  std::optional<YAML::Node> value;
   for (auto it = data.begin(); it != data.end(); ++it) {
     if (it->first.IsScalar() && it->first.Scalar() == key) {
       value = it->second;
       key_line = LineOf(it->first, key_line);
     }
-  }
-  if (!value) {
-    throw InputError(source + ":" + std::to_string(key_line), "data",
-                     what + " has no key \"" + key + "\"; its keys: " + QuotedList(from.keys),
-                     "pick one of those with --key NAME");
   }
   if (!value->IsScalar()) {
     throw InputError(source + ":" + std::to_string(LineOf(*value, key_line)), "data." + key,

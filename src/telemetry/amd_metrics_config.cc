@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <set>
 
+#include "common/configmap.h"
 #include "common/error.h"
 #include "common/structured_file.h"
 #include "telemetry/field_selection.h"
@@ -86,18 +87,35 @@ bool IsNamePrefix(const std::string& p) {
   return true;
 }
 
-// The config document: the file itself, or the config.json of a ConfigMap holding it.
+// The config document: the file itself, or the entry of a ConfigMap holding it (by
+// ChooseConfigMapKey's rule: config.json, as device-metrics-exporter's ConfigMap names it, or
+// the only key). Another Kubernetes kind is refused, not read as a config.
 nlohmann::json ConfigDocument(std::string_view text, const std::string& source) {
   nlohmann::json doc = ParseStructuredText(text, source);
-  if (doc.is_object() && doc.contains("kind") && doc["kind"] == "ConfigMap") {
-    const nlohmann::json* data = doc.contains("data") ? &doc["data"] : nullptr;
-    if (!data || !data->is_object() || !data->contains("config.json") ||
-        !(*data)["config.json"].is_string()) {
-      throw InputError(source, "data.config.json", "the ConfigMap has no config.json key",
-                       "use the ConfigMap of device-metrics-exporter, or the config.json itself");
+  if (doc.is_object() && doc.contains("kind")) {  // config.json has no "kind"
+    if (doc["kind"] != "ConfigMap") {
+      throw InputError(source, "kind",
+                       "a Kubernetes " + (doc["kind"].is_string() ? doc["kind"].get<std::string>()
+                                                                  : std::string("object")) +
+                           ", not a ConfigMap holding device-metrics-exporter's config.json",
+                       "give the config.json itself, or its ConfigMap");
     }
-    doc = ParseStructuredText((*data)["config.json"].get<std::string>(),
-                              source + ": data.config.json");
+    const nlohmann::json& data = doc.contains("data") && doc["data"].is_object()
+                                     ? doc["data"]
+                                     : nlohmann::json::object();
+    std::vector<std::string> keys;
+    for (const auto& [key, unused] : data.items()) keys.push_back(key);
+    std::string name = doc.contains("metadata") && doc["metadata"].is_object() &&
+                               doc["metadata"].contains("name") && doc["metadata"]["name"].is_string()
+                           ? doc["metadata"]["name"].get<std::string>()
+                           : "";
+    std::string key = ChooseConfigMapKey(keys, "", "config.json",
+                                         name.empty() ? "the ConfigMap" : "ConfigMap " + name,
+                                         source, "");
+    if (!data[key].is_string()) {
+      throw InputError(source, "data." + key, "must be a string holding the config.json");
+    }
+    doc = ParseStructuredText(data[key].get<std::string>(), source + ": data." + key);
   }
   if (!doc.is_object()) {
     throw InputError(source, "", "expected a JSON object (device-metrics-exporter's config.json)");

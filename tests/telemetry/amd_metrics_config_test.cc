@@ -71,8 +71,16 @@ TEST(AmdMetricsConfig, Errors) {
               HasSubstr("CommonConfig.MetricsFieldPrefix: is not a Prometheus name prefix"));
   EXPECT_THAT(ErrorOf("[1, 2]"), HasSubstr("expected a JSON object"));
   EXPECT_THAT(ErrorOf("{\"GPUConfig\": "), HasSubstr("config.json"));
-  EXPECT_THAT(ErrorOf("kind: ConfigMap\ndata: {other.json: x}\n"),
-              HasSubstr("data.config.json: the ConfigMap has no config.json key"));
+  // A ConfigMap's entry is chosen as for mig-parted's (common/configmap.h): config.json, else the
+  // only key; several keys and none is config.json is an error naming them.
+  EXPECT_THAT(ErrorOf("kind: ConfigMap\ndata: {a.json: x, b.json: y}\n"),
+              HasSubstr("data: the ConfigMap has 2 keys (\"a.json\", \"b.json\") and none is "
+                        "\"config.json\""));
+  EXPECT_THAT(ErrorOf("kind: ConfigMap\ndata: {other.json: '[1]'}\n"),
+              HasSubstr("expected a JSON object"));  // the only key is read
+  EXPECT_THAT(ErrorOf("kind: ConfigMap\n"), HasSubstr("the ConfigMap holds no data"));
+  EXPECT_THAT(ErrorOf("kind: DaemonSet\napiVersion: apps/v1\n"),
+              HasSubstr("a Kubernetes DaemonSet, not a ConfigMap"));
 }
 
 TEST(AmdMetricsConfig, ServedFieldsAreKnownNames) {

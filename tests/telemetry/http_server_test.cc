@@ -342,7 +342,9 @@ TEST(MetricsServer, BasicAuthProtectsEveryRoute) {
   EXPECT_EQ(res->status, 405);
 }
 
-TEST(MetricsServer, ScrapeLatencyIsACopy) {
+// Every scrape serves the same rendered text: plain, or gzip compressed once per snapshot.
+// (How fast a scrape is: bench/telemetry_bench, BM_ScrapeCopy.)
+TEST(MetricsServer, ScrapesServeOneRenderCompressedOnce) {
   Exporter e;
   auto body = std::make_shared<const std::string>(Exposition(200 * 1024));
   e.SetBody(body);
@@ -351,22 +353,12 @@ TEST(MetricsServer, ScrapeLatencyIsACopy) {
   client->set_keep_alive(true);
   for (const char* encoding : {"identity", "gzip"}) {
     const httplib::Headers h = {{"Accept-Encoding", encoding}};
-    ASSERT_TRUE(client->Get("/metrics", h));  // warm-up (and the one compression)
-    std::vector<double> ms;
-    for (int i = 0; i < 300; ++i) {
-      auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < 20; ++i) {
       auto res = client->Get("/metrics", h);
-      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
-                                                             start)
-                       .count());
       ASSERT_TRUE(res);
       ASSERT_EQ(res->status, 200);
+      ASSERT_EQ(std::string(encoding) == "gzip" ? Inflate(res->body) : res->body, *body) << encoding;
     }
-    std::sort(ms.begin(), ms.end());
-    double p50 = ms[ms.size() / 2], p99 = ms[ms.size() * 99 / 100];
-    std::printf("[ latency ] 200 KiB /metrics %s: p50 %.3f ms, p99 %.3f ms (client included)\n",
-                encoding, p50, p99);
-    // The latency target is checked by bench/telemetry_bench (BM_ScrapeCopy), not here.
   }
   EXPECT_EQ(e.server().gzip_compressions(), 1u);
 }

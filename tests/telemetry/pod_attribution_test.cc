@@ -526,7 +526,7 @@ TEST(AttributionProperty, EveryGeneratedIdAttachesToItsDevice) {
 
 // ---------------------------------------------------------------------------- performance
 
-TEST(AttributionPerformance, SixtyFourPodsOnEightMigGpus) {
+TEST(Attribution, SixtyFourPodsOnEightMigGpus) {
   std::vector<DeviceState> node;
   for (unsigned i = 0; i < 8; ++i) {
     char uuid[64];
@@ -562,15 +562,11 @@ TEST(AttributionPerformance, SixtyFourPodsOnEightMigGpus) {
   ASSERT_EQ(s.matched, 64u);
   ASSERT_EQ(s.unmatched, 0u);
 
-  constexpr int kRounds = 200;
-  auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < kRounds; ++i) AttributePods(pods, &node);
-  double per_call_us =
-      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() /
-      kRounds;
-  RecordProperty("per_call_us", std::to_string(per_call_us));
-  // The 1 ms target is checked by bench/telemetry_bench (BM_AttributePods), not here.
-  std::printf("AttributePods, 64 pods x 8 GPUs x 7 MIG: %.1f us per call\n", per_call_us);
+  // Attributing again gives the same answer (the per-call cost: bench/telemetry_bench,
+  // BM_AttributePods).
+  AttributionStats again = AttributePods(pods, &node);
+  EXPECT_EQ(again.matched, 64u);
+  EXPECT_EQ(again.unmatched, 0u);
 }
 
 }  // namespace
