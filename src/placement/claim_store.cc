@@ -46,6 +46,9 @@ constexpr const char* kHintElsewhere = "or pass --state PATH / set ACCEL_STATE t
       throw InputError(path, "", "is not a readable accel claim database (" + detail + ")",
                        "move the file aside to start with no claims, losing those in it, " +
                            std::string(kHintElsewhere));
+    case SQLITE_ERROR:  // SQL that fails on this file: its tables are not accel's
+      throw InputError(path, "", "is not an accel claim database (" + problem + ")",
+                       "move the file aside, " + std::string(kHintElsewhere));
     case SQLITE_CANTOPEN:
     case SQLITE_PERM:
     case SQLITE_READONLY:
