@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/telemetry_workloads.h"
 #include "telemetry/test_pki.h"
 
 namespace accel::telemetry {
@@ -49,19 +50,7 @@ std::string Inflate(const std::string& gz) {
   return out;
 }
 
-// About `bytes` of realistic exposition text.
-std::string Exposition(size_t bytes) {
-  std::string out = "# HELP DCGM_FI_DEV_GPU_TEMP GPU temperature (in C).\n"
-                    "# TYPE DCGM_FI_DEV_GPU_TEMP gauge\n";
-  for (int i = 0; out.size() < bytes; ++i) {
-    out += "DCGM_FI_DEV_GPU_TEMP{gpu=\"" + std::to_string(i % 8) +
-           "\",UUID=\"GPU-3b9c4a1e-52f0-4d1b-9a4c-" + std::to_string(100000000000 + i) +
-           "\",pci_bus_id=\"00000000:1B:00.0\",device=\"nvidia" + std::to_string(i % 8) +
-           "\",modelName=\"NVIDIA H100 80GB HBM3\",Hostname=\"gpu-node-17\"} " +
-           std::to_string(30 + i % 50) + "\n";
-  }
-  return out;
-}
+std::string Exposition(size_t bytes) { return test_support::SampleExposition(bytes); }
 
 std::string BcryptHash(const std::string& password) {
   char setting[CRYPT_GENSALT_OUTPUT_SIZE];

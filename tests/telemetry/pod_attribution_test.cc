@@ -10,6 +10,8 @@
 #include <random>
 #include <tuple>
 
+#include "support/telemetry_workloads.h"
+
 namespace accel::telemetry {
 
 // Found by argument-dependent lookup from gtest, so they live in the types' namespace.
@@ -527,37 +529,8 @@ TEST(AttributionProperty, EveryGeneratedIdAttachesToItsDevice) {
 // ---------------------------------------------------------------------------- performance
 
 TEST(Attribution, SixtyFourPodsOnEightMigGpus) {
-  std::vector<DeviceState> node;
-  for (unsigned i = 0; i < 8; ++i) {
-    char uuid[64];
-    std::snprintf(uuid, sizeof(uuid), "GPU-%08x-0000-0000-0000-000000000000", i);
-    char pci[16];
-    std::snprintf(pci, sizeof(pci), "0000:%02x:00.0", 0x10 + i);
-    DeviceState d = MakeDevice(Vendor::kNvidia, i, uuid, pci, "serial" + std::to_string(i));
-    d.mig_enabled = true;
-    for (unsigned gi = 0; gi < 7; ++gi) {
-      std::snprintf(uuid, sizeof(uuid), "MIG-%08x-%04x-0000-0000-000000000000", i, gi);
-      d.mig.push_back(MakeMig(uuid, gi + 7, 0));
-    }
-    node.push_back(std::move(d));
-  }
-  // 56 pods on one MIG instance each (mixed UUID / legacy / GKE forms), 8 time-slicing pods.
-  std::vector<ContainerDevices> pods;
-  for (unsigned p = 0; p < 64; ++p) {
-    unsigned gpu = p % 8, slot = p / 8;
-    const DeviceState& d = node[gpu];
-    std::string id;
-    if (slot == 7) {
-      id = d.identity.uuid + "::" + std::to_string(p);
-    } else if (p % 3 == 0) {
-      id = d.mig[slot].instance.uuid;
-    } else if (p % 3 == 1) {
-      id = "MIG-" + d.identity.uuid + "/" + std::to_string(slot + 7) + "/0";
-    } else {
-      id = "nvidia" + std::to_string(gpu) + "/gi" + std::to_string(slot + 7);
-    }
-    pods.push_back({"ns", "pod-" + std::to_string(p), "main", "nvidia.com/mig-1g.10gb", {id}});
-  }
+  std::vector<DeviceState> node = test_support::FullMigNode();
+  const std::vector<ContainerDevices> pods = test_support::SixtyFourPods(node);
   AttributionStats s = AttributePods(pods, &node);
   ASSERT_EQ(s.matched, 64u);
   ASSERT_EQ(s.unmatched, 0u);
