@@ -146,8 +146,11 @@ std::unique_ptr<Running> Agent::Impl::Build(const AgentConfig& config) {
                                      config.hlml_library};
   auto backends = devices::OpenBackends(config.vendors, libraries, log, "vendors");
   // Before the first read: discovery below reads every device once.
-  if (copts.extra_reads.any()) {
-    for (auto& b : backends) b->SetExtraReads(copts.extra_reads);
+  if (config.exporter.fields) {
+    devices::ExtraReads extra = telemetry::ExtraReadsFor(*config.exporter.fields);
+    if (extra.any()) {
+      for (auto& b : backends) b->SetExtraReads(extra);
+    }
   }
   // The node's allocatable devices, resources, labels and health serve the device plugin and
   // the labels. The exporter alone needs none of them, and discovery reads each device on this

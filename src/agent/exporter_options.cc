@@ -1,7 +1,6 @@
 // The exporter section as collector options: the one place `accel serve` and `accel exporter`
 // turn their exporter settings into what the collector and renderers run with.
 #include "agent/agent_internal.h"
-#include "telemetry/dcgm_fields.h"
 #include "telemetry/render_profile.h"
 
 namespace accel::agent::internal {
@@ -19,19 +18,9 @@ telemetry::CollectorOptions CollectorOptionsFor(const ExporterSection& exporter,
               (exporter.pods == PodAttribution::kAuto && PathExists(exporter.pod_resources_socket));
   if (pods) copts.pod_resources_socket = exporter.pod_resources_socket;
   copts.pod_refresh_interval = exporter.pod_refresh_interval;
-  // A field selection reads what it lists, and only that, beyond the default set.
+  // A field selection reads what it lists, and only that, beyond the default set (the collector
+  // derives the reads and event history it needs from it).
   copts.render.fields = exporter.fields;
-  if (exporter.fields) {
-    copts.extra_reads = telemetry::ExtraReadsFor(*exporter.fields);
-    if (exporter.fields->dcgm) {
-      for (const telemetry::DcgmCounter& c : exporter.fields->dcgm->counters) {
-        telemetry::DcgmShape shape = c.field->shape;
-        if (shape == telemetry::DcgmShape::kXidWindow || shape == telemetry::DcgmShape::kClockWindow) {
-          copts.track_event_windows = true;
-        }
-      }
-    }
-  }
   return copts;
 }
 

@@ -9,6 +9,7 @@
 #include <map>
 
 #include "common/error.h"
+#include "telemetry/field_selection.h"
 #include "telemetry/pod_attribution.h"
 
 namespace accel::telemetry {
@@ -38,8 +39,13 @@ Collector::Collector(std::vector<std::unique_ptr<devices::DeviceBackend>> backen
                      CollectorOptions options)
     : options_(std::move(options)), backends_(std::move(backends)),
       events_(std::make_unique<EventLog>()) {
+  devices::ExtraReads extra;
+  if (options_.render.fields) {
+    extra = ExtraReadsFor(*options_.render.fields);
+    track_event_windows_ = NeedsEventWindows(*options_.render.fields);
+  }
   for (size_t b = 0; b < backends_.size(); ++b) {
-    if (options_.extra_reads.any()) backends_[b]->SetExtraReads(options_.extra_reads);
+    if (extra.any()) backends_[b]->SetExtraReads(extra);
     const auto& devs = backends_[b]->devices();
     for (size_t pos = 0; pos < devs.size(); ++pos) {
       events_->slot_of[{devs[pos].vendor, devs[pos].index}] = identities_.size();
@@ -179,7 +185,7 @@ void Collector::RunDeviceWorker(size_t i) {
       slot.has_reading = true;
       slot.sampled_at = std::chrono::system_clock::now();
       slot.done_generation = seen;
-      if (options_.track_event_windows && slot.reading.sample.clock_event_reasons) {
+      if (track_event_windows_ && slot.reading.sample.clock_event_reasons) {
         slot.recent_clock_events.emplace_back(slot.sampled_at,
                                               *slot.reading.sample.clock_event_reasons);
       }
@@ -205,7 +211,7 @@ void Collector::RunEventWatcher(size_t b) {
       Slot& slot = *slots_[it->second];
       slot.last_xid = e.code;
       ++slot.xid_counts[e.code];
-      if (options_.track_event_windows) slot.recent_xids.emplace_back(e.when, e.code);
+      if (track_event_windows_) slot.recent_xids.emplace_back(e.when, e.code);
     }
   }
 }
@@ -282,7 +288,7 @@ void Collector::Publish(Clock::time_point started) {
     for (size_t i = 0; i < slots_.size(); ++i) {
       Slot& slot = *slots_[i];
       DeviceState& d = snap->devices.emplace_back();
-      if (options_.track_event_windows) CountWindow(slot, window_start, &d);
+      if (track_event_windows_) CountWindow(slot, window_start, &d);
       d.identity = identities_[i];
       d.sample = slot.reading.sample;
       d.mig_enabled = slot.reading.mig_enabled;

@@ -36,14 +36,12 @@ struct CollectorOptions {
   std::string pod_resources_socket;
   /// Time between kubelet List calls.
   std::chrono::milliseconds pod_refresh_interval{10000};
+  /// What to render. render.fields (a field selection) also decides what the collector reads
+  /// beyond the default set (ExtraReadsFor, handed to every backend before the first read) and
+  /// whether it keeps per-device XID and clock-event history for the sliding-window counts
+  /// (NeedsEventWindows); without a selection neither costs anything.
   RenderOptions render;
-  /// Device readings beyond the default set (what render.fields needs, ExtraReadsFor); handed to
-  /// every backend before the first read.
-  devices::ExtraReads extra_reads;
-  /// Keep per-device XID and clock-event history for the sliding-window counts
-  /// (DCGM_EXP_XID_ERRORS_COUNT, DCGM_EXP_CLOCK_EVENTS_COUNT). Off: no history is kept.
-  bool track_event_windows = false;
-  /// Length of that window (dcgm-exporter's default: 5 minutes).
+  /// Length of the sliding window (dcgm-exporter's default: 5 minutes).
   std::chrono::milliseconds event_window{300000};
   /// Called with every health event, on the backend's event thread, outside the collector's
   /// lock (the node agent's device plugin takes device health from here). May be empty.
@@ -56,7 +54,8 @@ struct CollectorOptions {
 class Collector {
  public:
   /// Takes ownership of the backends; their devices() are the devices collected, in backend
-  /// order. Hands options.extra_reads to each backend first (which may fill identity details).
+  /// order. Hands the extra reads of options.render.fields to each backend first (which may
+  /// fill identity details).
   /// Does not start anything.
   Collector(std::vector<std::unique_ptr<devices::DeviceBackend>> backends,
             CollectorOptions options);
@@ -105,6 +104,8 @@ class Collector {
   std::chrono::milliseconds stale_after() const;
 
   CollectorOptions options_;
+  /// Derived from options_.render.fields: keep XID / clock-event history for window counts.
+  bool track_event_windows_ = false;
   std::vector<std::unique_ptr<devices::DeviceBackend>> backends_;
   std::vector<devices::DeviceIdentity> identities_;
   /// (backend, position in that backend) of each slot.

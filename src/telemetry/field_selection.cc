@@ -15,6 +15,16 @@ devices::ExtraReads ExtraReadsFor(const FieldSelection& selection) {
   return extra;  // every gpu_* family accel serves comes from the default AMD reads
 }
 
+bool NeedsEventWindows(const FieldSelection& selection) {
+  if (!selection.dcgm) return false;
+  for (const DcgmCounter& c : selection.dcgm->counters) {
+    if (c.field->shape == DcgmShape::kXidWindow || c.field->shape == DcgmShape::kClockWindow) {
+      return true;
+    }
+  }
+  return false;
+}
+
 std::string SelectionWarning(const FieldSelection& selection) {
   std::vector<std::string> parts;
   if (selection.dcgm) {

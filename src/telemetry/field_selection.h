@@ -116,6 +116,10 @@ struct FieldSelection {
 /// The device reads `selection` needs beyond the default set (devices::ExtraReads).
 devices::ExtraReads ExtraReadsFor(const FieldSelection& selection);
 
+/// True when `selection` lists a sliding-window count (DCGM_EXP_XID_ERRORS_COUNT,
+/// DCGM_EXP_CLOCK_EVENTS_COUNT), so the collector must keep per-device event history.
+bool NeedsEventWindows(const FieldSelection& selection);
+
 /// The one start-up warning for `selection`: every listed field accel cannot read, duplicates
 /// and settings it does not apply, each part naming its file. "" when there is nothing to say.
 std::string SelectionWarning(const FieldSelection& selection);

@@ -66,8 +66,6 @@ std::string CollectOnce(std::unique_ptr<devices::DeviceBackend> backend,
   o.render.amd = !dcgm;
   o.render.gaudi = o.render.accel = false;
   o.render.fields = selection;
-  o.extra_reads = ExtraReadsFor(*selection);
-  o.track_event_windows = true;
   std::vector<std::unique_ptr<devices::DeviceBackend>> backends;
   backends.push_back(std::move(backend));
   Collector collector(std::move(backends), o);
