@@ -13,6 +13,8 @@ PACKAGES=(g++ cmake ninja-build pkg-config
   libgtest-dev libgmock-dev libbenchmark-dev libxml2-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   libcpp-httplib-dev libssl-dev libcrypt-dev
+  # the fleet store's PostgreSQL engine; the tests start their own server (initdb in a temp dir)
+  libpqxx-dev postgresql
   # hwloc's plugins, above all its libxml2 XML importer. libhwloc15 only Recommends them, so
   # --no-install-recommends would leave them out, while `apt install hwloc` on a user's host
   # (recommends on, apt's default) brings them: install them so accel is built and tested with
@@ -24,7 +26,8 @@ PACKAGES=(g++ cmake ninja-build pkg-config
   #   libvirt-clients  virt-xml-validate and virsh (libvirt domain XML, NCCL guest topology)
   #   libxml2-utils    xmllint (libvirt XML well-formedness)
   #   prometheus       /usr/bin/prometheus (end-to-end scrapes) and /usr/bin/promtool (lint, rules)
-  python3 libvirt-clients libxml2-utils prometheus
+  #   chromium         headless, loads the fleet page of a running `accel fleet serve`
+  python3 libvirt-clients libxml2-utils prometheus chromium
   # fuzz targets (scripts/fuzz.sh): clang's libFuzzer
   clang libclang-rt-14-dev)
 

@@ -15,22 +15,26 @@
 #include "cli/table.h"
 #include "common/error.h"
 #include "common/yaml_out.h"
-#include "placement/claim_store.h"
+#include "cli/claims_text.h"
+#include "fleet/fleet_store.h"
 #include "placement/placement_json.h"
 
 namespace accel::cli {
 
 namespace {
 
-using placement::Claim;
-using placement::ClaimStore;
+using fleet::Claim;
+using fleet::FleetStore;
 
 constexpr const char* kStateHelp =
     "claim database; default $ACCEL_STATE, else /var/lib/accel/state.db for root, else "
     "$XDG_STATE_HOME/accel/state.db or ~/.local/state/accel/state.db";
+constexpr const char* kStoreHelp =
+    "fleet store URL instead (sqlite:PATH or postgresql://...); default $ACCEL_FLEET_STORE";
 
 struct ClaimsOptions {
   std::string state;
+  std::string store;
   std::string host;
   std::string output = "table";
 };
@@ -38,94 +42,43 @@ struct ClaimsOptions {
 struct ReleaseOptions {
   std::string id;
   std::string state;
+  std::string store;
 };
 
-std::string StatePath(const std::string& flag) {
-  return flag.empty() ? placement::DefaultStatePath() : flag;
-}
+// The store a claims command uses, and whether it exists yet (listing must not create one):
+// --store URL; else --state PATH (the SQLite file); else $ACCEL_FLEET_STORE, $ACCEL_STATE or
+// the default file.
+struct ChosenStore {
+  std::string url;
+  bool exists = true;
+};
 
-// ---- table cells ----
-
-std::string NodesOf(const placement::Placement& p) {
-  std::set<int> nodes;
-  for (const auto& cell : p.cells) nodes.insert(cell.host_node);
-  std::string s;
-  for (int n : nodes) s += (s.empty() ? "" : ",") + std::to_string(n);
-  return s.empty() ? "-" : s;
-}
-
-std::string CpusOf(const placement::Placement& p) {
-  CpuSet cpus = p.emulator_consumed_cpus;
-  for (const auto& cell : p.cells) {
-    cpus = cpus.Union(cell.consumed_cpus);
-    for (const auto& [vcpu, cpu] : cell.pinning) cpus.Add(cpu);
-  }
-  if (!cpus.Empty()) return cpus.ToString();
-  int shared = p.floating_vcpus;
-  for (const auto& cell : p.cells) shared += cell.shared_vcpus.Count();
-  return shared > 0 ? "(" + std::to_string(shared) + " shared)" : "-";
-}
-
-std::string DevicesOf(const placement::Placement& p) {
-  std::string s;
-  for (const auto& d : p.devices) s += (s.empty() ? "" : ",") + d.address;
-  return s.empty() ? "-" : s;
-}
-
-std::string Table(const std::vector<Claim>& claims) {
-  std::vector<std::vector<std::string>> rows = {
-      {"ID", "HOST", "FLAVOR", "CREATED", "NODES", "CPUS", "DEVICES"}};
-  for (const Claim& c : claims) {
-    rows.push_back({c.id, c.host, c.flavor, c.created_at, NodesOf(c.placement),
-                    CpusOf(c.placement), DevicesOf(c.placement)});
-  }
-  return FormatTable(rows);
-}
-
-// {"schema": "accel.claims/v1", "claims": [{id, host, flavor, created_at, placement}]}
-nlohmann::ordered_json ClaimsJson(const std::vector<Claim>& claims) {
-  nlohmann::ordered_json list = nlohmann::ordered_json::array();
-  for (const Claim& c : claims) {
-    nlohmann::ordered_json j;
-    j["id"] = c.id;
-    j["host"] = c.host;
-    j["flavor"] = c.flavor;
-    j["created_at"] = c.created_at;
-    j["placement"] = placement::PlacementToJson(c.placement);
-    list.push_back(std::move(j));
-  }
-  nlohmann::ordered_json doc;
-  doc["schema"] = "accel.claims/v1";
-  doc["claims"] = std::move(list);
-  return doc;
+ChosenStore ChooseStore(const std::string& store, const std::string& state) {
+  if (!store.empty()) return {store, true};
+  std::string url = state.empty() ? fleet::DefaultStoreUrl() : "sqlite:" + state;
+  fleet::StoreUrl parsed = fleet::ParseStoreUrl(url, state.empty() ? "ACCEL_FLEET_STORE" : "--state");
+  if (parsed.engine == fleet::StoreUrl::kSqlite) return {url, std::filesystem::exists(parsed.target)};
+  return {url, true};
 }
 
 int ListClaims(const ClaimsOptions& o) {
-  std::string path = StatePath(o.state);
+  ChosenStore store = ChooseStore(o.store, o.state);
   std::vector<Claim> claims;
   // Listing must not create a state database (or its directory) where none is yet.
-  if (std::filesystem::exists(path)) {
+  if (store.exists) {
     std::optional<std::string> host;
     if (!o.host.empty()) host = o.host;
-    claims = ClaimStore::Open(path).List(host);
+    claims = FleetStore::Open(store.url)->ListClaims(host);
   }
-  if (o.output == "json") {
-    std::cout << ClaimsJson(claims).dump(2) << "\n";
-  } else if (o.output == "yaml") {
-    std::cout << ToYaml(ClaimsJson(claims));
-  } else if (claims.empty()) {
-    std::cout << "no claims in " << path << "\n";
-  } else {
-    std::cout << Table(claims);
-  }
+  PrintClaims(claims, o.output, fleet::ParseStoreUrl(store.url).display);
   return kExitOk;
 }
 
 int ReleaseClaim(const ReleaseOptions& o) {
-  std::string path = StatePath(o.state);
-  bool released = std::filesystem::exists(path) && ClaimStore::Open(path).Release(o.id);
+  ChosenStore store = ChooseStore(o.store, o.state);
+  bool released = store.exists && FleetStore::Open(store.url)->Release(o.id);
   if (!released) {
-    std::cerr << "accel release: no claim " << o.id << " in " << path << "\n";
+    std::cerr << "accel release: no claim " << o.id << " in " << fleet::ParseStoreUrl(store.url).display << "\n";
     return kExitNoFit;  // a well-formed request with nothing to act on
   }
   std::cout << "released " << o.id << "\n";
@@ -156,6 +109,7 @@ void RegisterClaims(CLI::App& app, int* exit_code) {
       "Exit status: 0 listed; 2 the file is not a claim database; 5 it cannot be opened or is\n"
       "locked (permissions, disk, another process).");
   claims->add_option("--state", claims_opts->state, kStateHelp);
+  claims->add_option("--store", claims_opts->store, kStoreHelp);
   claims->add_option("--host", claims_opts->host, "only the claims on this host");
   claims->add_option("-o,--output", claims_opts->output, "table (default), json or yaml")
       ->check(CLI::IsMember({"table", "json", "yaml"}));
@@ -173,6 +127,7 @@ void RegisterClaims(CLI::App& app, int* exit_code) {
       "5 it cannot be opened or is locked.");
   release->add_option("ID", release_opts->id, "claim id, as accel claims lists it")->required();
   release->add_option("--state", release_opts->state, kStateHelp);
+  release->add_option("--store", release_opts->store, kStoreHelp);
   release->callback([release_opts, exit_code] {
     *exit_code = Guarded("release", [&] { return ReleaseClaim(*release_opts); });
   });

@@ -16,6 +16,7 @@ void RegisterServe(CLI::App& app, int* exit_code);    ///< accel serve (node age
 void RegisterFabric(CLI::App& app, int* exit_code);   ///< accel fabric matrix|pairs|...
 void RegisterDoctor(CLI::App& app, int* exit_code);   ///< accel doctor
 void RegisterTune(CLI::App& app, int* exit_code);     ///< accel tune plan
+void RegisterFleet(CLI::App& app, int* exit_code);    ///< accel fleet host|place|capacity|...
 
 /// `accel mig apply`, added under the `mig` subcommand by RegisterMig.
 void RegisterMigApply(CLI::App* mig, int* exit_code);

@@ -32,6 +32,7 @@ constexpr CommandEntry kCommands[] = {
     {"fabric", "Multi-node training", "Pair GPUs with RDMA NICs; NCCL settings, pods, network configs"},
     {"doctor", "Multi-node training", "Say what on this host blocks GPUDirect RDMA, training or flavors"},
     {"exporter", "Monitoring", "Serve NVIDIA, AMD and Gaudi metrics for Prometheus (/metrics)"},
+    {"fleet", "Platform", "Place flavors across the fleet: hosts, claims (SQLite/PostgreSQL), capacity"},
 };
 
 /// "accel mig validate": the program and the subcommands parsed so far.
@@ -73,6 +74,7 @@ int main(int argc, char** argv) {
   accel::cli::RegisterFabric(app, &exit_code);
   accel::cli::RegisterDoctor(app, &exit_code);
   accel::cli::RegisterExporter(app, &exit_code);
+  accel::cli::RegisterFleet(app, &exit_code);
   for (const CommandEntry& c : kCommands) app.get_subcommand(c.name)->group(c.group);
   // After the subcommands exist: a subcommand copies its parent's footer when it is created.
   app.footer(

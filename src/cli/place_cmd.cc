@@ -7,7 +7,7 @@
 #include "cli/placement_text.h"
 #include "common/error.h"
 #include "common/yaml_out.h"
-#include "placement/claim_store.h"
+#include "fleet/fleet_store.h"
 #include "placement/engine.h"
 #include "placement/flavor.h"
 #include "placement/libvirt_domain.h"
@@ -27,6 +27,7 @@ struct PlaceOptions {
   std::string flavor;
   std::string aliases;
   std::string state;
+  std::string store;
   bool claim = false;
   std::string output = "text";
   std::string strategy = "pack";
@@ -73,11 +74,12 @@ nlohmann::ordered_json OutcomeJson(const Outcome& o, const std::string& host) {
   return j;
 }
 
-// Usage already held on the host: from the state file when it exists (never created by a
-// plain `place`), else none.
-HostUsage CurrentUsage(const std::string& state, const std::string& host) {
-  if (!std::filesystem::exists(state)) return {};
-  return placement::ClaimStore::Open(state).UsageOf(host);
+// Usage already held on the host: from the store when it exists (a plain `place` never
+// creates a SQLite file), else none.
+HostUsage CurrentUsage(const std::string& url, const std::string& host) {
+  fleet::StoreUrl parsed = fleet::ParseStoreUrl(url);
+  if (parsed.engine == fleet::StoreUrl::kSqlite && !std::filesystem::exists(parsed.target)) return {};
+  return fleet::FleetStore::Open(url)->UsageOf(host);
 }
 
 Outcome PlaceOne(const topology::HostTopology& host, const placement::PlacementRequest& req,
@@ -87,8 +89,8 @@ Outcome PlaceOne(const topology::HostTopology& host, const placement::PlacementR
     out.result = placement::Place(host, CurrentUsage(state, host.hostname), policy, req);
     return out;
   }
-  placement::ClaimStore store = placement::ClaimStore::Open(state);
-  placement::ClaimResult claimed = store.Claim(host.hostname, [&](const HostUsage& usage) {
+  std::unique_ptr<fleet::FleetStore> store = fleet::FleetStore::Open(state);
+  fleet::ClaimResult claimed = store->ClaimOnHost(host.hostname, [&](const HostUsage& usage) {
     out.result = placement::Place(host, usage, policy, req);
     return out.result.placement;
   });
@@ -111,7 +113,8 @@ void Print(const std::vector<Outcome>& outcomes, const topology::HostTopology& h
   }
   if (o.output == "text") {
     for (const Outcome& out : outcomes)
-      std::cout << RenderPlacementText(host, out.request, out.result, out.claim_id, state);
+      std::cout << RenderPlacementText(host, out.request, out.result, out.claim_id,
+                                       fleet::ParseStoreUrl(state).display);
     return;
   }
   nlohmann::ordered_json doc = nlohmann::ordered_json::array();
@@ -132,7 +135,11 @@ void Run(const PlaceOptions& o, int* exit_code) {
   if (o.output == "libvirt" && requests.size() != 1)
     throw InputError(o.flavor, "", "holds " + std::to_string(requests.size()) + " flavors; -o libvirt renders one domain",
                      "put the flavor in its own file");
-  const std::string state = o.state.empty() ? placement::DefaultStatePath() : o.state;
+  // The claim store: --store URL, else --state PATH (SQLite), else $ACCEL_FLEET_STORE / the
+  // default file. It is the fleet store, so fleet schedulers see these claims too.
+  const std::string state = !o.store.empty()   ? o.store
+                            : !o.state.empty() ? "sqlite:" + o.state
+                                               : fleet::DefaultStoreUrl();
   std::vector<Outcome> outcomes;
   bool all_fit = true;
   for (const placement::PlacementRequest& req : requests) {
@@ -172,6 +179,7 @@ void RegisterPlace(CLI::App& app, int* exit_code) {
   cmd->add_option("--aliases", opts->aliases,
                   "Nova [pci]alias definitions (JSON/YAML list of {name, vendor_id, product_id, device_type, numa_policy})");
   cmd->add_option("--state", opts->state, "Claim database (SQLite); default $ACCEL_STATE, /var/lib/accel/state.db as root, else ~/.local/state/accel/state.db");
+  cmd->add_option("--store", opts->store, "Fleet store URL instead of --state: sqlite:PATH or postgresql://... (default $ACCEL_FLEET_STORE)");
   cmd->add_flag("--claim", opts->claim, "Hold the placement's CPUs, pages and devices in the state database");
   cmd->add_option("-o,--output", opts->output, "Output: text, json, yaml, or libvirt (the domain XML)")
       ->check(CLI::IsMember({"text", "json", "yaml", "libvirt"}))

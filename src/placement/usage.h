@@ -1,7 +1,7 @@
 // HostUsage: what existing placements hold on a host, and HostPolicy: how the operator lets
 // guests use it. Together with a HostTopology they are the engine's whole view of a host.
 //
-// HostUsage is the sum of live claims (placement/claim_store.h); Apply/Release keep it in step
+// HostUsage is the sum of live claims (fleet/fleet_store.h); Apply/Release keep it in step
 // with one placement. Plain data, not synchronized.
 #pragma once
 

@@ -1,4 +1,4 @@
-#include "placement/claim_store.h"
+#include "fleet/fleet_store.h"
 
 #include <signal.h>
 #include <sqlite3.h>
@@ -19,7 +19,8 @@
 #include "common/error.h"
 #include "placement/placement_json.h"
 
-namespace accel::placement {
+namespace accel::fleet {
+using namespace accel::placement;
 namespace {
 
 namespace fs = std::filesystem;
@@ -96,19 +97,19 @@ int Wait(pid_t pid) {
 }
 
 TEST_F(ClaimStoreTest, OpenCreatesDirectoryAndStartsEmpty) {
-  ClaimStore store = ClaimStore::Open(path_);
+  auto store = FleetStore::Open("sqlite:" + std::string(path_));
   EXPECT_TRUE(fs::exists(path_));
-  EXPECT_TRUE(store.List().empty());
-  EXPECT_TRUE(store.UsageOf("h").nodes.empty());
-  EXPECT_FALSE(store.Get("c-000000000000").has_value());
-  EXPECT_FALSE(store.Release("c-000000000000"));
+  EXPECT_TRUE(store->ListClaims().empty());
+  EXPECT_TRUE(store->UsageOf("h").nodes.empty());
+  EXPECT_FALSE(store->GetClaim("c-000000000000").has_value());
+  EXPECT_FALSE(store->Release("c-000000000000"));
 }
 
 TEST_F(ClaimStoreTest, ClaimStoresAndPersistsAcrossReopen) {
   std::string id, json;
   {
-    ClaimStore store = ClaimStore::Open(path_);
-    ClaimResult r = store.Claim("h", LowestFree);
+    auto store = FleetStore::Open("sqlite:" + std::string(path_));
+    ClaimResult r = store->ClaimOnHost("h", LowestFree);
     ASSERT_TRUE(r.claimed()) << r.refused;
     id = r.claim->id;
     json = WritePlacementJson(r.claim->placement);
@@ -119,17 +120,17 @@ TEST_F(ClaimStoreTest, ClaimStoresAndPersistsAcrossReopen) {
     EXPECT_EQ(r.claim->created_at.size(), 20u);  // 2024-05-01T12:34:56Z
     EXPECT_EQ(r.claim->created_at.back(), 'Z');
   }
-  ClaimStore store = ClaimStore::Open(path_);
-  std::optional<Claim> got = store.Get(id);
+  auto store = FleetStore::Open("sqlite:" + std::string(path_));
+  std::optional<Claim> got = store->GetClaim(id);
   ASSERT_TRUE(got.has_value());
   EXPECT_EQ(WritePlacementJson(got->placement), json);
-  HostUsage usage = store.UsageOf("h");
+  HostUsage usage = store->UsageOf("h");
   EXPECT_EQ(usage.nodes[0].pinned_cpus, CpuSet({0}));
   EXPECT_EQ(usage.nodes[0].pages_used[2048], 512u);
   EXPECT_EQ(usage.devices.count(DeviceAddress(0)), 1u);
 
   // The next claim sees the first: CPU 1 and the second device.
-  ClaimResult second = store.Claim("h", LowestFree);
+  ClaimResult second = store->ClaimOnHost("h", LowestFree);
   ASSERT_TRUE(second.claimed());
   EXPECT_EQ(second.claim->placement.cells[0].pinning.at(0), 1);
   EXPECT_EQ(second.claim->placement.devices[0].address, DeviceAddress(1));
@@ -137,10 +138,10 @@ TEST_F(ClaimStoreTest, ClaimStoresAndPersistsAcrossReopen) {
 }
 
 TEST_F(ClaimStoreTest, ReleaseFreesResourcesAndListFiltersByHost) {
-  ClaimStore store = ClaimStore::Open(path_);
-  std::string a = store.Claim("h", LowestFree).claim->id;
-  std::string b = store.Claim("h", LowestFree).claim->id;
-  ClaimResult other = store.Claim("g", [](const HostUsage& u) {
+  auto store = FleetStore::Open("sqlite:" + std::string(path_));
+  std::string a = store->ClaimOnHost("h", LowestFree).claim->id;
+  std::string b = store->ClaimOnHost("h", LowestFree).claim->id;
+  ClaimResult other = store->ClaimOnHost("g", [](const HostUsage& u) {
     std::optional<Placement> p = LowestFree(u);
     p->host = "g";
     return p;
@@ -149,52 +150,52 @@ TEST_F(ClaimStoreTest, ReleaseFreesResourcesAndListFiltersByHost) {
   // Host g has its own usage: it got CPU 0 too.
   EXPECT_EQ(other.claim->placement.cells[0].pinning.at(0), 0);
 
-  std::vector<Claim> all = store.List();
+  std::vector<Claim> all = store->ListClaims();
   ASSERT_EQ(all.size(), 3u);
   EXPECT_EQ(all[0].id, a);  // oldest first
   EXPECT_EQ(all[1].id, b);
-  EXPECT_EQ(store.List("g").size(), 1u);
-  EXPECT_EQ(store.List("nope").size(), 0u);
+  EXPECT_EQ(store->ListClaims("g").size(), 1u);
+  EXPECT_EQ(store->ListClaims("nope").size(), 0u);
 
-  EXPECT_TRUE(store.Release(a));
-  EXPECT_FALSE(store.Release(a));
-  EXPECT_FALSE(store.Get(a).has_value());
-  EXPECT_EQ(store.UsageOf("h").nodes[0].pinned_cpus, CpuSet({1}));
+  EXPECT_TRUE(store->Release(a));
+  EXPECT_FALSE(store->Release(a));
+  EXPECT_FALSE(store->GetClaim(a).has_value());
+  EXPECT_EQ(store->UsageOf("h").nodes[0].pinned_cpus, CpuSet({1}));
   // The freed CPU 0 is handed out again.
-  EXPECT_EQ(store.Claim("h", LowestFree).claim->placement.cells[0].pinning.at(0), 0);
+  EXPECT_EQ(store->ClaimOnHost("h", LowestFree).claim->placement.cells[0].pinning.at(0), 0);
 }
 
 TEST_F(ClaimStoreTest, NulloptStoresNothing) {
-  ClaimStore store = ClaimStore::Open(path_);
-  ClaimResult r = store.Claim("h", [](const HostUsage&) { return std::optional<Placement>(); });
+  auto store = FleetStore::Open("sqlite:" + std::string(path_));
+  ClaimResult r = store->ClaimOnHost("h", [](const HostUsage&) { return std::optional<Placement>(); });
   EXPECT_FALSE(r.claimed());
   EXPECT_EQ(r.refused, "");
-  EXPECT_TRUE(store.List().empty());
+  EXPECT_TRUE(store->ListClaims().empty());
 }
 
 TEST_F(ClaimStoreTest, DoubleBookingFromTheCallbackIsRefused) {
-  ClaimStore store = ClaimStore::Open(path_);
-  ASSERT_TRUE(store.Claim("h", LowestFree).claimed());
+  auto store = FleetStore::Open("sqlite:" + std::string(path_));
+  ASSERT_TRUE(store->ClaimOnHost("h", LowestFree).claimed());
   // A buggy engine that ignores usage hands out CPU 0 again.
-  ClaimResult r = store.Claim("h", [](const HostUsage&) { return LowestFree(HostUsage{}); });
+  ClaimResult r = store->ClaimOnHost("h", [](const HostUsage&) { return LowestFree(HostUsage{}); });
   EXPECT_FALSE(r.claimed());
   EXPECT_NE(r.refused.find("already"), std::string::npos) << r.refused;
 
-  ClaimResult wrong_host = store.Claim("g", LowestFree);  // placement says host "h"
+  ClaimResult wrong_host = store->ClaimOnHost("g", LowestFree);  // placement says host "h"
   EXPECT_FALSE(wrong_host.claimed());
   EXPECT_NE(wrong_host.refused.find("host"), std::string::npos);
-  EXPECT_EQ(store.List().size(), 1u);
+  EXPECT_EQ(store->ListClaims().size(), 1u);
 }
 
 TEST_F(ClaimStoreTest, ExceptionInCallbackRollsBack) {
-  ClaimStore store = ClaimStore::Open(path_);
-  EXPECT_THROW(store.Claim("h",
+  auto store = FleetStore::Open("sqlite:" + std::string(path_));
+  EXPECT_THROW(store->ClaimOnHost("h",
                            [](const HostUsage&) -> std::optional<Placement> {
                              throw std::runtime_error("engine failed");
                            }),
                std::runtime_error);
-  EXPECT_TRUE(store.List().empty());
-  EXPECT_TRUE(store.Claim("h", LowestFree).claimed());  // no transaction was left open
+  EXPECT_TRUE(store->ListClaims().empty());
+  EXPECT_TRUE(store->ClaimOnHost("h", LowestFree).claimed());  // no transaction was left open
 }
 
 // Eight processes race to claim a 64-CPU pool through the same file: every CPU and device is
@@ -204,8 +205,8 @@ TEST_F(ClaimStoreTest, ConcurrentProcessesNeverDoubleBook) {
   std::vector<pid_t> children;
   for (int i = 0; i < kChildren; ++i) {
     children.push_back(Spawn([this] {
-      ClaimStore store = ClaimStore::Open(path_);  // the children also race to create it
-      while (store.Claim("h", LowestFree).claimed()) {
+      auto store = FleetStore::Open("sqlite:" + std::string(path_));  // the children also race to create it
+      while (store->ClaimOnHost("h", LowestFree).claimed()) {
       }
       return 0;
     }));
@@ -215,8 +216,8 @@ TEST_F(ClaimStoreTest, ConcurrentProcessesNeverDoubleBook) {
   for (int status : statuses) {
     ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
   }
-  ClaimStore store = ClaimStore::Open(path_);
-  std::vector<Claim> claims = store.List("h");
+  auto store = FleetStore::Open("sqlite:" + std::string(path_));
+  std::vector<Claim> claims = store->ListClaims("h");
   ASSERT_EQ(claims.size(), static_cast<size_t>(kPoolCpus));
   CpuSet cpus;
   std::set<std::string> devices, ids;
@@ -230,15 +231,15 @@ TEST_F(ClaimStoreTest, ConcurrentProcessesNeverDoubleBook) {
   }
   EXPECT_EQ(cpus.ToString(), "0-63");
   EXPECT_EQ(devices.size(), static_cast<size_t>(kPoolCpus));
-  EXPECT_FALSE(store.Claim("h", LowestFree).claimed());
+  EXPECT_FALSE(store->ClaimOnHost("h", LowestFree).claimed());
 }
 
 // A process killed inside the engine callback, holding the write lock, leaves no trace.
 TEST_F(ClaimStoreTest, KilledInsideClaimLeavesNoPartialClaim) {
   pid_t pid = Spawn([this] {
-    ClaimStore store = ClaimStore::Open(path_);
-    if (!store.Claim("h", LowestFree).claimed()) return 1;
-    store.Claim("h", [](const HostUsage& u) {
+    auto store = FleetStore::Open("sqlite:" + std::string(path_));
+    if (!store->ClaimOnHost("h", LowestFree).claimed()) return 1;
+    store->ClaimOnHost("h", [](const HostUsage& u) {
       raise(SIGKILL);
       return LowestFree(u);
     });
@@ -247,12 +248,12 @@ TEST_F(ClaimStoreTest, KilledInsideClaimLeavesNoPartialClaim) {
   int status = Wait(pid);
   ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "status " << status;
 
-  ClaimStore store = ClaimStore::Open(path_);
-  ASSERT_EQ(store.List().size(), 1u);
-  ClaimResult next = store.Claim("h", LowestFree);  // the lock died with the process
+  auto store = FleetStore::Open("sqlite:" + std::string(path_));
+  ASSERT_EQ(store->ListClaims().size(), 1u);
+  ClaimResult next = store->ClaimOnHost("h", LowestFree);  // the lock died with the process
   ASSERT_TRUE(next.claimed());
   EXPECT_EQ(next.claim->placement.cells[0].pinning.at(0), 1);
-  EXPECT_EQ(store.List().size(), 2u);
+  EXPECT_EQ(store->ListClaims().size(), 2u);
 }
 
 // Killed at arbitrary moments (in the middle of commits too), the store stays consistent:
@@ -260,22 +261,22 @@ TEST_F(ClaimStoreTest, KilledInsideClaimLeavesNoPartialClaim) {
 TEST_F(ClaimStoreTest, KilledAtRandomMomentsStaysConsistent) {
   for (int round = 0; round < 4; ++round) {
     pid_t pid = Spawn([this] {
-      ClaimStore store = ClaimStore::Open(path_);
+      auto store = FleetStore::Open("sqlite:" + std::string(path_));
       for (int n = 0;; ++n) {
-        ClaimResult r = store.Claim("h", LowestFree);
+        ClaimResult r = store->ClaimOnHost("h", LowestFree);
         if (!r.claimed()) return 0;
-        if (n % 3 == 0) store.Release(r.claim->id);  // churn: writes of both kinds
+        if (n % 3 == 0) store->Release(r.claim->id);  // churn: writes of both kinds
       }
     });
     std::this_thread::sleep_for(std::chrono::milliseconds(20 + 15 * round));
     kill(pid, SIGKILL);
     Wait(pid);
-    ClaimStore store = ClaimStore::Open(path_);
+    auto store = FleetStore::Open("sqlite:" + std::string(path_));
     HostUsage usage;
-    ASSERT_NO_THROW(usage = store.UsageOf("h"));  // throws on an unreadable or overlapping row
+    ASSERT_NO_THROW(usage = store->UsageOf("h"));  // throws on an unreadable or overlapping row
     size_t cpus = 0;
     for (const auto& [id, node] : usage.nodes) cpus += node.pinned_cpus.Count();
-    EXPECT_EQ(cpus, store.List().size());
+    EXPECT_EQ(cpus, store->ListClaims().size());
   }
 }
 
@@ -286,7 +287,7 @@ TEST_F(ClaimStoreTest, CorruptFileIsAnInputErrorNamingThePath) {
     for (int i = 0; i < 200; ++i) f << "this is not an SQLite database\n";
   }
   try {
-    ClaimStore::Open(path_);
+    FleetStore::Open("sqlite:" + std::string(path_));
     FAIL() << "expected InputError";
   } catch (const InputError& e) {
     EXPECT_EQ(e.where(), path_);
@@ -301,17 +302,17 @@ TEST_F(ClaimStoreTest, OtherProgramsDatabaseIsRefused) {
   ASSERT_EQ(sqlite3_exec(db, "CREATE TABLE claims(x INTEGER)", nullptr, nullptr, nullptr),
             SQLITE_OK);
   sqlite3_close(db);
-  EXPECT_THROW(ClaimStore::Open(path_), InputError);
+  EXPECT_THROW(FleetStore::Open("sqlite:" + std::string(path_)), InputError);
 }
 
 TEST_F(ClaimStoreTest, NewerSchemaIsRefused) {
-  ClaimStore::Open(path_);
+  FleetStore::Open("sqlite:" + std::string(path_));
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
   ASSERT_EQ(sqlite3_exec(db, "PRAGMA user_version = 9", nullptr, nullptr, nullptr), SQLITE_OK);
   sqlite3_close(db);
   try {
-    ClaimStore::Open(path_);
+    FleetStore::Open("sqlite:" + std::string(path_));
     FAIL() << "expected InputError";
   } catch (const InputError& e) {
     EXPECT_NE(e.problem().find("newer accel"), std::string::npos) << e.what();
@@ -319,8 +320,8 @@ TEST_F(ClaimStoreTest, NewerSchemaIsRefused) {
 }
 
 TEST_F(ClaimStoreTest, UnreadableStoredPlacementNamesTheClaim) {
-  ClaimStore store = ClaimStore::Open(path_);
-  ASSERT_TRUE(store.Claim("h", LowestFree).claimed());
+  auto store = FleetStore::Open("sqlite:" + std::string(path_));
+  ASSERT_TRUE(store->ClaimOnHost("h", LowestFree).claimed());
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
   ASSERT_EQ(sqlite3_exec(db,
@@ -330,21 +331,21 @@ TEST_F(ClaimStoreTest, UnreadableStoredPlacementNamesTheClaim) {
             SQLITE_OK);
   sqlite3_close(db);
   try {
-    store.List();
+    store->ListClaims();
     FAIL() << "expected InputError";
   } catch (const InputError& e) {
     EXPECT_NE(e.where().find("c-bad000000000"), std::string::npos) << e.what();
     EXPECT_NE(e.hint().find("accel release c-bad000000000"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(store.Claim("h", LowestFree), InputError);  // never place over unknown usage
-  EXPECT_TRUE(store.Release("c-bad000000000"));
-  EXPECT_EQ(store.List().size(), 1u);
+  EXPECT_THROW(store->ClaimOnHost("h", LowestFree), InputError);  // never place over unknown usage
+  EXPECT_TRUE(store->Release("c-bad000000000"));
+  EXPECT_EQ(store->ListClaims().size(), 1u);
 }
 
 TEST_F(ClaimStoreTest, UncreatableDirectoryIsAnInputError) {
   std::string file = (fs::path(dir_) / "plain-file").string();
   std::ofstream(file) << "x";
-  EXPECT_THROW(ClaimStore::Open(file + "/sub/state.db"), InputError);
+  EXPECT_THROW(FleetStore::Open("sqlite:" + std::string(file + "/sub/state.db")), InputError);
 }
 
 TEST(DefaultStatePath, FollowsAccelStateThenRootThenXdg) {
@@ -370,4 +371,4 @@ TEST(DefaultStatePath, FollowsAccelStateThenRootThenXdg) {
 }
 
 }  // namespace
-}  // namespace accel::placement
+}  // namespace accel::fleet

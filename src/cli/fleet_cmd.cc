@@ -1,0 +1,655 @@
+// accel fleet: the fleet's inventory, placement, claims and capacity in one store.
+//   accel fleet host add|update|remove|list|show
+//   accel fleet place | capacity | claims | release | audit
+//   accel fleet store migrate|status
+#include <algorithm>
+#include <iostream>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/claims_text.h"
+#include "cli/commands.h"
+#include "cli/placement_text.h"
+#include "cli/table.h"
+#include "common/error.h"
+#include "common/yaml_out.h"
+#include "fleet/capacity.h"
+#include "fleet/claimer.h"
+#include "fleet/fleet_store.h"
+#include "fleet/fleet_view.h"
+#include "fleet/host_policy_file.h"
+#include "fleet/labels.h"
+#include "fleet/scheduler.h"
+#include "placement/flavor.h"
+#include "placement/libvirt_domain.h"
+#include "placement/pci_alias.h"
+#include "placement/placement_json.h"
+#include "topology/sources.h"
+
+namespace accel::cli {
+
+namespace {
+
+using fleet::FleetStore;
+
+constexpr const char* kStoreHelp =
+    "Fleet store: sqlite:PATH (embedded, one box) or postgresql://USER@HOST/DB (libpq URI, many "
+    "schedulers); default $ACCEL_FLEET_STORE, else the SQLite file `accel place --claim` uses";
+
+std::string StoreOrDefault(const std::string& flag) { return flag.empty() ? fleet::DefaultStoreUrl() : flag; }
+
+// Runs a command body, mapping the errors every fleet command shares to exit codes.
+template <typename Body>
+int Guarded(const std::string& command, Body body) {
+  try {
+    return body();
+  } catch (const InputError& e) {
+    std::cerr << "accel " << command << ": " << e.what() << "\n";
+    return kExitBadInput;
+  } catch (const SystemError& e) {
+    std::cerr << "accel " << command << ": " << e.what() << "\n";
+    return kExitSystem;
+  }
+}
+
+void Emit(const nlohmann::ordered_json& doc, const std::string& output) {
+  if (output == "yaml") std::cout << ToYaml(doc);
+  else std::cout << doc.dump(2) << "\n";
+}
+
+std::string JoinLabels(const fleet::Labels& labels) {
+  std::string s;
+  for (const auto& [k, v] : labels) s += (s.empty() ? "" : ",") + k + "=" + v;
+  return s.empty() ? "-" : s;
+}
+
+std::vector<fleet::LabelRequirement> ParseWhere(const std::vector<std::string>& terms) {
+  std::vector<fleet::LabelRequirement> reqs;
+  for (const std::string& t : terms) reqs.push_back(fleet::ParseRequirement(t, "--where"));
+  return reqs;
+}
+
+std::vector<placement::PlacementRequest> LoadRequests(const std::vector<std::string>& files,
+                                                      const std::string& aliases_file) {
+  placement::PciAliasTable aliases;
+  if (!aliases_file.empty()) aliases = placement::LoadPciAliases(aliases_file);
+  std::vector<placement::PlacementRequest> requests;
+  for (const std::string& file : files)
+    for (const placement::Flavor& f : placement::LoadFlavors(file))
+      requests.push_back(placement::BuildRequest(f, aliases, file + " (flavor " + f.name + ")"));
+  return requests;
+}
+
+fleet::FleetView LoadView(FleetStore& store) { return fleet::FleetView::FromSnapshot(store.Snapshot()); }
+
+// ---- hosts -------------------------------------------------------------------------------
+
+struct HostOptions {
+  std::string store;
+  std::string name;
+  std::string topology;
+  std::vector<std::string> labels;
+  std::vector<std::string> remove_labels;
+  std::string policy;
+  std::string state;
+  bool force = false;
+  std::string output = "table";
+  std::vector<std::string> where;
+};
+
+nlohmann::ordered_json HostJson(const fleet::HostEntry& e, int64_t now) {
+  const fleet::HostRecord& r = e.record;
+  nlohmann::ordered_json j;
+  j["name"] = r.name;
+  j["state"] = fleet::HostAdminStateName(r.state);
+  j["stale"] = fleet::IsStale(r, now);
+  j["labels"] = nlohmann::ordered_json::object();
+  for (const auto& [k, v] : r.labels) j["labels"][k] = v;
+  j["topology"] = r.topology_id;
+  j["policy"] = fleet::HostPolicyToJson(r.policy);
+  j["generation"] = r.generation;
+  j["heartbeat_at"] = r.heartbeat_at ? nlohmann::ordered_json(*r.heartbeat_at) : nlohmann::ordered_json();
+  j["updated_at"] = r.updated_at;
+  j["accelerators"] = {{"free", e.summary.free_accelerators}, {"total", e.summary.total_accelerators}};
+  j["pinnable_cpus"] = {{"free", e.summary.free_pinnable_cpus}, {"total", e.summary.total_pinnable_cpus}};
+  j["claims"] = e.claims;
+  return j;
+}
+
+std::string HostState(const fleet::HostRecord& r, int64_t now) {
+  std::string s = fleet::HostAdminStateName(r.state);
+  return fleet::IsStale(r, now) ? s + ",stale" : s;
+}
+
+fleet::HostSpec SpecFrom(const HostOptions& o, bool adding) {
+  fleet::HostSpec spec;
+  spec.name = o.name;
+  if (!o.topology.empty()) {
+    spec.topology = topology::LoadTopology(o.topology);
+    if (spec.name.empty()) spec.name = spec.topology->hostname;
+  }
+  if (spec.name.empty())
+    throw InputError("--name", "", "no host name", adding ? "pass --name NAME (the topology names none)" : "pass --name NAME");
+  if (!o.policy.empty()) spec.policy = fleet::LoadHostPolicy(o.policy);
+  for (const std::string& l : o.labels) spec.set_labels.insert(fleet::ParseLabel(l, "--label"));
+  spec.remove_labels = o.remove_labels;
+  if (!o.state.empty()) spec.state = fleet::ParseHostAdminState(o.state, "--state");
+  return spec;
+}
+
+void PrintHost(FleetStore& store, const std::string& name, const std::string& output) {
+  fleet::FleetSnapshot snap = store.Snapshot();
+  fleet::FleetView view = fleet::FleetView::FromSnapshot(snap);
+  const fleet::HostEntry* e = view.Find(name);
+  if (!e) throw InputError("NAME", "", "no host '" + name + "' in " + store.url(), "`accel fleet host list` shows the fleet");
+  if (output != "table") {
+    Emit(HostJson(*e, view.taken_at()), output);
+    return;
+  }
+  const fleet::HostRecord& r = e->record;
+  std::cout << "host " << r.name << "  (" << HostState(r, view.taken_at()) << ", generation " << r.generation << ")\n"
+            << "  labels:        " << JoinLabels(r.labels) << "\n"
+            << "  hardware:      " << r.topology_id.substr(0, 19) << "  " << e->hardware->numa_nodes.size()
+            << " NUMA nodes, " << e->hardware->AllCpus().Count() << " CPUs\n"
+            << "  policy:        " << fleet::HostPolicyToJson(r.policy).dump() << "\n"
+            << "  accelerators:  " << e->summary.free_accelerators << " free of " << e->summary.total_accelerators << "\n"
+            << "  pinnable CPUs: " << e->summary.free_pinnable_cpus << " free of " << e->summary.total_pinnable_cpus << "\n";
+  std::vector<fleet::Claim> claims;
+  for (const fleet::Claim& c : snap.claims)
+    if (c.host == r.name) claims.push_back(c);
+  std::cout << "  claims:        " << claims.size() << "\n";
+  if (!claims.empty()) std::cout << ClaimsTable(claims);
+}
+
+int HostAdd(const HostOptions& o) {
+  if (o.topology.empty()) throw InputError("--topology", "", "is required to add a host", "--topology FILE (accel host JSON or hwloc XML) or live");
+  auto store = FleetStore::Open(StoreOrDefault(o.store));
+  fleet::HostRecord r = store->AddHost(SpecFrom(o, true));
+  if (o.output == "table") std::cout << "added host " << r.name << " to " << store->url() << "\n";
+  else PrintHost(*store, r.name, o.output);
+  return kExitOk;
+}
+
+int HostUpdate(const HostOptions& o) {
+  auto store = FleetStore::Open(StoreOrDefault(o.store));
+  fleet::HostRecord r = store->UpdateHost(SpecFrom(o, false));
+  if (o.output == "table") std::cout << "updated host " << r.name << " (generation " << r.generation << ")\n";
+  else PrintHost(*store, r.name, o.output);
+  return kExitOk;
+}
+
+int HostRemove(const HostOptions& o) {
+  auto store = FleetStore::Open(StoreOrDefault(o.store));
+  if (!store->RemoveHost(o.name, o.force)) {
+    std::cerr << "accel fleet host remove: no host '" << o.name << "' in " << store->url() << "\n";
+    return kExitNoFit;
+  }
+  std::cout << "removed host " << o.name << "\n";
+  return kExitOk;
+}
+
+int HostList(const HostOptions& o) {
+  auto store = FleetStore::Open(StoreOrDefault(o.store));
+  const std::vector<fleet::LabelRequirement> where = ParseWhere(o.where);
+  fleet::FleetView view = LoadView(*store);
+  if (o.output != "table") {
+    nlohmann::ordered_json doc;
+    doc["schema"] = "accel.fleet-hosts/v1";
+    doc["hosts"] = nlohmann::ordered_json::array();
+    for (const fleet::HostEntry& e : view.hosts())
+      if (fleet::MatchesAll(where, e.record.labels)) doc["hosts"].push_back(HostJson(e, view.taken_at()));
+    Emit(doc, o.output);
+    return kExitOk;
+  }
+  std::vector<std::vector<std::string>> rows = {{"NAME", "STATE", "LABELS", "GPUS FREE", "CPUS FREE", "CLAIMS", "HARDWARE"}};
+  for (const fleet::HostEntry& e : view.hosts()) {
+    if (!fleet::MatchesAll(where, e.record.labels)) continue;
+    rows.push_back({e.record.name, HostState(e.record, view.taken_at()), JoinLabels(e.record.labels),
+                    std::to_string(e.summary.free_accelerators) + "/" + std::to_string(e.summary.total_accelerators),
+                    std::to_string(e.summary.free_pinnable_cpus) + "/" + std::to_string(e.summary.total_pinnable_cpus),
+                    std::to_string(e.claims.size()), e.record.topology_id.substr(7, 12)});
+  }
+  if (rows.size() == 1) std::cout << "no hosts in " << store->url() << "\n";
+  else std::cout << FormatTable(rows);
+  return kExitOk;
+}
+
+void RegisterHost(CLI::App* fleet_cmd, int* exit_code) {
+  CLI::App* host = fleet_cmd->add_subcommand("host", "The fleet's hosts: add, update, remove, list, show");
+  host->require_subcommand(1);
+  auto common = [](CLI::App* cmd, const std::shared_ptr<HostOptions>& o) {
+    cmd->add_option("--store", o->store, kStoreHelp);
+  };
+  auto out = [](CLI::App* cmd, const std::shared_ptr<HostOptions>& o, bool table) {
+    cmd->add_option("-o,--output", o->output, table ? "table (default), json or yaml" : "table (a line, default), json or yaml")
+        ->check(CLI::IsMember({"table", "json", "yaml"}));
+  };
+
+  auto add = std::make_shared<HostOptions>();
+  CLI::App* a = host->add_subcommand(
+      "add",
+      "Add a host: its hardware (topology), the operator's policy, labels and state. Hosts of one\n"
+      "SKU share one stored topology.\n\n"
+      "Examples:\n"
+      "  accel fleet host add --topology fixtures/hosts/hgx-h100.json --name gpu-001 \\\n"
+      "      --label az=rack-3 --label gpu=h100 --policy nova-policy.yaml\n"
+      "  accel fleet host add --topology live --store postgresql://accel@db/fleet\n\n"
+      "Exit status: 0 added; 2 bad input or the host exists already (nothing written); 5 store refused.");
+  common(a, add);
+  a->add_option("--topology", add->topology, "accel host JSON, hwloc XML (lstopo --of xml) or 'live'")->required();
+  a->add_option("--name", add->name, "host name; default the topology's hostname");
+  a->add_option("--label", add->labels, "label key=value (repeat), e.g. az=rack-3 gpu=h100");
+  a->add_option("--policy", add->policy, "host policy YAML/JSON: cpu_dedicated_set, cpu_shared_set, cpu_allocation_ratio, reserved_host_memory_mb");
+  a->add_option("--state", add->state, "enabled (default), disabled (no new placements) or maintenance");
+  out(a, add, false);
+  a->callback([add, exit_code] { *exit_code = Guarded("fleet host add", [&] { return HostAdd(*add); }); });
+
+  auto upd = std::make_shared<HostOptions>();
+  CLI::App* u = host->add_subcommand(
+      "update",
+      "Change a host's topology, policy, labels or state (bumps its generation).\n\n"
+      "Examples:\n"
+      "  accel fleet host update --name gpu-001 --state maintenance\n"
+      "  accel fleet host update --name gpu-001 --label az=rack-4 --remove-label old\n\n"
+      "Exit status: 0 updated; 2 bad input or no such host; 5 store refused.");
+  common(u, upd);
+  u->add_option("--name", upd->name, "host to change")->required();
+  u->add_option("--topology", upd->topology, "new hardware (refused if a claim holds CPUs or devices it lacks)");
+  u->add_option("--label", upd->labels, "set label key=value (repeat)");
+  u->add_option("--remove-label", upd->remove_labels, "remove label KEY (repeat)");
+  u->add_option("--policy", upd->policy, "new host policy file");
+  u->add_option("--state", upd->state, "enabled, disabled or maintenance");
+  out(u, upd, false);
+  u->callback([upd, exit_code] { *exit_code = Guarded("fleet host update", [&] { return HostUpdate(*upd); }); });
+
+  auto rm = std::make_shared<HostOptions>();
+  CLI::App* r = host->add_subcommand(
+      "remove",
+      "Remove a host from the fleet. A host with live claims is refused unless --force, which\n"
+      "releases them with it.\n\n"
+      "Exit status: 0 removed; 1 no such host; 2 it has claims (without --force); 5 store refused.");
+  common(r, rm);
+  r->add_option("--name,NAME", rm->name, "host to remove")->required();
+  r->add_flag("--force", rm->force, "also release the host's claims");
+  r->callback([rm, exit_code] { *exit_code = Guarded("fleet host remove", [&] { return HostRemove(*rm); }); });
+
+  auto ls = std::make_shared<HostOptions>();
+  CLI::App* l = host->add_subcommand(
+      "list",
+      "List the fleet's hosts: state, labels, free/total GPUs and pinnable CPUs, claims.\n\n"
+      "Examples:\n"
+      "  accel fleet host list\n"
+      "  accel fleet host list --where gpu=h100 -o json\n\n"
+      "Exit status: 0 listed; 2 bad input; 5 store refused.");
+  common(l, ls);
+  l->add_option("--where", ls->where, "only hosts whose labels match (key=value, key!=value, key, !key; repeat)");
+  out(l, ls, true);
+  l->callback([ls, exit_code] { *exit_code = Guarded("fleet host list", [&] { return HostList(*ls); }); });
+
+  auto show = std::make_shared<HostOptions>();
+  CLI::App* s = host->add_subcommand("show", "Show one host: record, free resources and its claims.\n\nExit status: 0 shown; 2 no such host; 5 store refused.");
+  common(s, show);
+  s->add_option("--name,NAME", show->name, "host to show")->required();
+  out(s, show, true);
+  s->callback([show, exit_code] {
+    *exit_code = Guarded("fleet host show", [&] {
+      auto store = FleetStore::Open(StoreOrDefault(show->store));
+      PrintHost(*store, show->name, show->output);
+      return kExitOk;
+    });
+  });
+}
+
+// ---- place -------------------------------------------------------------------------------
+
+struct PlaceOptions {
+  std::string store;
+  std::string flavor;
+  std::string aliases;
+  int count = 1;
+  bool different_hosts = false;
+  std::vector<std::string> where;
+  std::string strategy = "pack";
+  bool claim = false;
+  int alternates = 4;
+  std::string seed;
+  std::string output = "text";
+};
+
+int Place(const PlaceOptions& o) {
+  std::vector<placement::PlacementRequest> requests = LoadRequests({o.flavor}, o.aliases);
+  if (requests.size() != 1)
+    throw InputError(o.flavor, "", "holds " + std::to_string(requests.size()) + " flavors; fleet place places one",
+                     "put the flavor in its own file (capacity takes several)");
+  const placement::PlacementRequest& req = requests[0];
+  if (o.output == "libvirt" && o.count != 1)
+    throw InputError("-o libvirt", "", "renders one domain", "use --count 1, or -o json for several instances");
+  fleet::ScheduleOptions so;
+  so.where = ParseWhere(o.where);
+  so.strategy = o.strategy == "spread" ? fleet::FleetStrategy::kSpread : fleet::FleetStrategy::kPack;
+  so.count = o.count;
+  so.different_hosts = o.different_hosts;
+  so.alternates = o.alternates;
+  so.tiebreak_seed = o.seed;
+  auto store = FleetStore::Open(StoreOrDefault(o.store));
+
+  fleet::ScheduleResult decision;
+  fleet::ClaimOutcome claimed;
+  int retries = 0, rounds = 0;
+  std::vector<std::string> conflicts;
+  fleet::FleetView view;
+  // Claim on the chosen host or its ranked alternates; only when every candidate of an instance
+  // was taken meanwhile, look at the fleet again (at most 3 times).
+  for (rounds = 1;; ++rounds) {
+    view = LoadView(*store);
+    decision = fleet::Schedule(view, req, so);
+    if (!decision.all_placed || !o.claim) break;
+    claimed = fleet::ClaimDecision(*store, decision);
+    retries += claimed.retries;
+    conflicts.insert(conflicts.end(), claimed.conflicts.begin(), claimed.conflicts.end());
+    if (claimed.committed || rounds == 3) break;
+  }
+  const bool placed = decision.all_placed && (!o.claim || claimed.committed);
+
+  // What was placed: the claimed candidates, or the decision's chosen ones.
+  std::vector<fleet::Candidate> where_placed;
+  std::vector<std::string> ids;
+  if (o.claim && claimed.committed) {
+    for (const fleet::ClaimedInstance& c : claimed.instances) {
+      where_placed.push_back(c.where);
+      ids.push_back(c.claim_id);
+    }
+  } else if (!o.claim) {
+    for (const fleet::InstanceDecision& d : decision.instances) where_placed.push_back(d.chosen);
+  }
+  if (!placed) where_placed.clear();
+
+  if (o.output == "libvirt") {
+    if (!placed) {
+      for (const std::string& line : fleet::DescribeCauses(decision.why_not)) std::cerr << "  - " << line << "\n";
+      std::cerr << "accel fleet place: " << req.flavor << " does not fit in the fleet\n";
+      return kExitNoFit;
+    }
+    const fleet::HostEntry& e = view.hosts()[where_placed[0].host_index];
+    topology::HostTopology hw = *e.hardware;
+    hw.hostname = e.record.name;
+    placement::DomainOptions dopt;
+    dopt.cpu_shared_set = e.record.policy.cpu_shared_set;
+    std::cout << placement::RenderDomainXml(hw, req, where_placed[0].placement, dopt);
+    return kExitOk;
+  }
+  if (o.output == "text") {
+    for (size_t k = 0; k < where_placed.size(); ++k) {
+      const fleet::HostEntry& e = view.hosts()[where_placed[k].host_index];
+      topology::HostTopology hw = *e.hardware;
+      hw.hostname = e.record.name;
+      placement::PlaceResult pr;
+      pr.placement = where_placed[k].placement;
+      std::cout << "instance " << k + 1 << " of " << o.count << ": host " << e.record.name << "\n";
+      std::cout << RenderPlacementText(hw, req, pr, k < ids.size() ? ids[k] : "", store->url());
+    }
+    if (!placed) {
+      std::cout << req.flavor << ": " << (decision.all_placed ? "placed, but every candidate host was taken by other schedulers"
+                                                               : std::to_string(decision.instances.size()) + " of " +
+                                                                     std::to_string(o.count) + " instances fit; nothing placed")
+                << "\n";
+      for (const std::string& line : fleet::DescribeCauses(decision.why_not)) std::cout << "  - " << line << "\n";
+    }
+    if (o.claim && retries > 0) std::cout << "claim retries: " << retries << " (another scheduler took a host first)\n";
+    return placed ? kExitOk : kExitNoFit;
+  }
+  nlohmann::ordered_json doc;
+  doc["schema"] = "accel.fleet-placement/v1";
+  doc["flavor"] = req.flavor;
+  doc["count"] = o.count;
+  doc["placed"] = placed;
+  doc["instances"] = nlohmann::ordered_json::array();
+  for (size_t k = 0; k < where_placed.size(); ++k) {
+    nlohmann::ordered_json i;
+    i["host"] = where_placed[k].host;
+    if (k < ids.size()) i["claim"] = ids[k];
+    i["placement"] = placement::PlacementToJson(where_placed[k].placement);
+    doc["instances"].push_back(std::move(i));
+  }
+  if (o.claim) {
+    doc["retries"] = retries;
+    doc["conflicts"] = conflicts;
+  }
+  if (!placed) {
+    doc["why_not"] = nlohmann::ordered_json::array();
+    for (const fleet::CauseCount& c : decision.why_not)
+      doc["why_not"].push_back({{"cause", c.cause}, {"hosts", c.hosts}, {"example", c.example}});
+  }
+  doc["hosts_ranked"] = decision.hosts_ranked;
+  Emit(doc, o.output);
+  return placed ? kExitOk : kExitNoFit;
+}
+
+// ---- capacity ----------------------------------------------------------------------------
+
+struct CapacityCmdOptions {
+  std::string store;
+  std::vector<std::string> flavors;
+  std::string aliases;
+  std::vector<std::string> where;
+  std::string group_by;
+  std::string output = "table";
+};
+
+int CapacityCmd(const CapacityCmdOptions& o) {
+  std::vector<placement::PlacementRequest> requests = LoadRequests(o.flavors, o.aliases);
+  fleet::CapacityOptions co;
+  co.where = ParseWhere(o.where);
+  co.group_by = o.group_by;
+  if (!co.group_by.empty()) fleet::ParseRequirement(co.group_by, "--group-by");
+  auto store = FleetStore::Open(StoreOrDefault(o.store));
+  fleet::FleetView view = LoadView(*store);
+  fleet::CapacityReport report = fleet::Capacity(view, requests, co);
+  if (o.output != "table") {
+    nlohmann::ordered_json doc;
+    doc["schema"] = "accel.fleet-capacity/v1";
+    doc["hosts"] = report.eligible_hosts;
+    doc["flavors"] = nlohmann::ordered_json::array();
+    for (const fleet::FlavorCapacity& f : report.flavors) {
+      nlohmann::ordered_json j;
+      j["flavor"] = f.flavor;
+      j["count"] = f.count;
+      j["runs_out_first"] = f.runs_out_first;
+      j["stops_on"] = f.stops_on;
+      if (!co.group_by.empty()) j["by_" + co.group_by] = f.by_group;
+      doc["flavors"].push_back(std::move(j));
+    }
+    doc["stranded_accelerators"] = report.stranded_accelerators;
+    doc["stranded"] = nlohmann::ordered_json::array();
+    for (const fleet::StrandedHost& s : report.stranded)
+      doc["stranded"].push_back({{"host", s.host}, {"free_accelerators", s.free_accelerators},
+                                 {"stranded", s.stranded}, {"reason", s.reason}});
+    Emit(doc, o.output);
+    return kExitOk;
+  }
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> header = {"FLAVOR", "MORE INSTANCES", "RUNS OUT FIRST"};
+  std::set<std::string> groups;
+  for (const fleet::FlavorCapacity& f : report.flavors)
+    for (const auto& [g, n] : f.by_group) groups.insert(g);
+  for (const std::string& g : groups) header.push_back(co.group_by + "=" + g);
+  rows.push_back(header);
+  for (const fleet::FlavorCapacity& f : report.flavors) {
+    std::vector<std::string> row = {f.flavor, std::to_string(f.count),
+                                    f.runs_out_first.empty() ? "-" : f.runs_out_first + " (" + std::to_string(f.stops_on.at(f.runs_out_first)) + " hosts)"};
+    for (const std::string& g : groups) row.push_back(std::to_string(f.by_group.count(g) ? f.by_group.at(g) : 0));
+    rows.push_back(row);
+  }
+  std::cout << report.eligible_hosts << " hosts counted (enabled, not stale" << (co.where.empty() ? "" : ", matching --where") << ")\n";
+  std::cout << FormatTable(rows);
+  std::cout << "stranded accelerators: " << report.stranded_accelerators << "\n";
+  for (const fleet::StrandedHost& s : report.stranded)
+    std::cout << "  " << s.host << ": " << s.stranded.size() << " of " << s.free_accelerators << " free unusable; " << s.reason << "\n";
+  return kExitOk;
+}
+
+// ---- claims, release, audit, store -------------------------------------------------------
+
+struct SimpleOptions {
+  std::string store;
+  std::string host;
+  std::vector<std::string> ids;
+  std::string output = "table";
+};
+
+void RegisterPlaceAndClaims(CLI::App* fleet_cmd, int* exit_code) {
+  auto po = std::make_shared<PlaceOptions>();
+  CLI::App* p = fleet_cmd->add_subcommand(
+      "place",
+      "Pick a host in the fleet and the exact placement on it (the engine of `accel place`), for\n"
+      "N instances; optionally claim them. Hosts are filtered (enabled, not stale, --where), ranked\n"
+      "by the strategy then by fragmentation (keep whole GPU nodes and whole hosts free), then\n"
+      "by name (or a seeded order with --seed). A claim taken meanwhile by another scheduler\n"
+      "falls back to the next-best ranked host. When nothing fits, says why per cause.\n\n"
+      "Examples:\n"
+      "  accel fleet place --flavor examples/flavors/gpu-4-2cell.yaml --aliases examples/flavors/aliases.json\n"
+      "  accel fleet place --flavor f.yaml --count 4 --different-hosts --where az=rack-3 --claim -o json\n"
+      "  accel fleet place --flavor f.yaml --claim -o libvirt > guest.xml\n\n"
+      "Exit status: 0 all placed (and claimed); 1 not all placed (nothing claimed); 2 bad input;\n"
+      "5 the store refused or cannot be reached.");
+  p->add_option("--store", po->store, kStoreHelp);
+  p->add_option("--flavor", po->flavor, "flavor file (one flavor; YAML/JSON or `openstack flavor show -f json`)")->required();
+  p->add_option("--aliases", po->aliases, "Nova [pci]alias definitions (JSON/YAML)");
+  p->add_option("--count", po->count, "instances to place (all or nothing)")->check(CLI::Range(1, 100000))->capture_default_str();
+  p->add_flag("--different-hosts", po->different_hosts, "no two instances on one host");
+  p->add_option("--where", po->where, "only hosts whose labels match (key=value, key!=value, key, !key; repeat)");
+  p->add_option("--strategy", po->strategy, "pack (fill used hosts first) or spread (emptiest first)")
+      ->check(CLI::IsMember({"pack", "spread"}))->capture_default_str();
+  p->add_flag("--claim", po->claim, "hold the placements in the store");
+  p->add_option("--alternates", po->alternates, "next-best hosts kept per instance for claim retries")
+      ->check(CLI::Range(0, 64))->capture_default_str();
+  p->add_option("--seed", po->seed, "scheduler identity: orders equally good hosts differently per replica");
+  p->add_option("-o,--output", po->output, "text, json, yaml, or libvirt (one instance)")
+      ->check(CLI::IsMember({"text", "json", "yaml", "libvirt"}))->capture_default_str();
+  p->callback([po, exit_code] { *exit_code = Guarded("fleet place", [&] { return Place(*po); }); });
+
+  auto co = std::make_shared<CapacityCmdOptions>();
+  CLI::App* c = fleet_cmd->add_subcommand(
+      "capacity",
+      "How many more instances of each flavor the fleet takes — exactly what `fleet place` would\n"
+      "place asked one at a time until nothing fits — per label group, the resource that runs\n"
+      "out first, and stranded accelerators: free, but no given flavor can use them, and why.\n\n"
+      "Examples:\n"
+      "  accel fleet capacity --flavor gpu-1.yaml --flavor gpu-8.yaml --aliases aliases.json\n"
+      "  accel fleet capacity --flavor flavors.yaml --group-by az -o json\n\n"
+      "Exit status: 0 shown; 2 bad input; 5 store refused.");
+  c->add_option("--store", co->store, kStoreHelp);
+  c->add_option("--flavor", co->flavors, "flavor file(s); a file may hold several flavors (repeat)")->required();
+  c->add_option("--aliases", co->aliases, "Nova [pci]alias definitions (JSON/YAML)");
+  c->add_option("--where", co->where, "only hosts whose labels match (repeat)");
+  c->add_option("--group-by", co->group_by, "break counts down by this label key, e.g. az");
+  c->add_option("-o,--output", co->output, "table (default), json or yaml")->check(CLI::IsMember({"table", "json", "yaml"}));
+  c->callback([co, exit_code] { *exit_code = Guarded("fleet capacity", [&] { return CapacityCmd(*co); }); });
+
+  auto lo = std::make_shared<SimpleOptions>();
+  CLI::App* l = fleet_cmd->add_subcommand("claims", "List the fleet's claims (as `accel claims`).\n\nExit status: 0 listed; 2 bad input; 5 store refused.");
+  l->add_option("--store", lo->store, kStoreHelp);
+  l->add_option("--host", lo->host, "only the claims on this host");
+  l->add_option("-o,--output", lo->output, "table (default), json or yaml")->check(CLI::IsMember({"table", "json", "yaml"}));
+  l->callback([lo, exit_code] {
+    *exit_code = Guarded("fleet claims", [&] {
+      auto store = FleetStore::Open(StoreOrDefault(lo->store));
+      std::optional<std::string> host;
+      if (!lo->host.empty()) host = lo->host;
+      PrintClaims(store->ListClaims(host), lo->output, store->url());
+      return kExitOk;
+    });
+  });
+
+  auto ro = std::make_shared<SimpleOptions>();
+  CLI::App* r = fleet_cmd->add_subcommand("release", "Release claims by id (as `accel release`).\n\nExit status: 0 all released; 1 some id was not found; 2 bad input; 5 store refused.");
+  r->add_option("--store", ro->store, kStoreHelp);
+  r->add_option("ID", ro->ids, "claim ids")->required();
+  r->callback([ro, exit_code] {
+    *exit_code = Guarded("fleet release", [&] {
+      auto store = FleetStore::Open(StoreOrDefault(ro->store));
+      int rc = kExitOk;
+      for (const std::string& id : ro->ids) {
+        if (store->Release(id)) {
+          std::cout << "released " << id << "\n";
+        } else {
+          std::cerr << "accel fleet release: no claim " << id << " in " << store->url() << "\n";
+          rc = kExitNoFit;
+        }
+      }
+      return rc;
+    });
+  });
+
+  auto ao = std::make_shared<SimpleOptions>();
+  CLI::App* a = fleet_cmd->add_subcommand(
+      "audit",
+      "Recompute every host's usage from its claims and check that no CPU, page or device is\n"
+      "booked twice and that the unit rows match the claims.\n\n"
+      "Exit status: 0 consistent; 1 problems found (listed); 2 bad input; 5 store refused.");
+  a->add_option("--store", ao->store, kStoreHelp);
+  a->callback([ao, exit_code] {
+    *exit_code = Guarded("fleet audit", [&] {
+      auto store = FleetStore::Open(StoreOrDefault(ao->store));
+      std::vector<std::string> problems = store->Audit();
+      for (const std::string& line : problems) std::cout << line << "\n";
+      std::cout << (problems.empty() ? "consistent: no double booking" : std::to_string(problems.size()) + " problem(s)") << "\n";
+      return problems.empty() ? kExitOk : kExitNoFit;
+    });
+  });
+
+  CLI::App* st = fleet_cmd->add_subcommand("store", "The store's schema: migrate, status");
+  st->require_subcommand(1);
+  auto mo = std::make_shared<SimpleOptions>();
+  CLI::App* m = st->add_subcommand(
+      "migrate",
+      "Create or upgrade the store's schema (versioned; safe to run again; replicas starting together\n"
+      "wait for one another). Needed once for a PostgreSQL store; SQLite stores migrate on open.\n\n"
+      "Example:\n"
+      "  accel fleet store migrate --store postgresql://accel@db.example/fleet\n\n"
+      "Exit status: 0 at the current version; 2 a newer schema or another program's tables; 5 unreachable.");
+  m->add_option("--store", mo->store, kStoreHelp);
+  m->callback([mo, exit_code] {
+    *exit_code = Guarded("fleet store migrate", [&] {
+      auto store = FleetStore::OpenForMigration(StoreOrDefault(mo->store));
+      int from = store->Migrate();
+      std::cout << store->url() << ": schema " << from << " -> " << FleetStore::kSchemaVersion
+                << (from == FleetStore::kSchemaVersion ? " (already current)" : "") << "\n";
+      return kExitOk;
+    });
+  });
+  auto so = std::make_shared<SimpleOptions>();
+  CLI::App* s = st->add_subcommand("status", "Show the store's schema version.\n\nExit status: 0 current; 1 needs migrate; 2 newer or not accel's; 5 unreachable.");
+  s->add_option("--store", so->store, kStoreHelp);
+  s->callback([so, exit_code] {
+    *exit_code = Guarded("fleet store status", [&] {
+      auto store = FleetStore::OpenForMigration(StoreOrDefault(so->store));
+      int v = store->SchemaVersion();
+      std::cout << store->url() << ": schema " << v << " (this accel: " << FleetStore::kSchemaVersion << ")\n";
+      if (v > FleetStore::kSchemaVersion) return static_cast<int>(kExitBadInput);
+      return v == FleetStore::kSchemaVersion ? static_cast<int>(kExitOk) : static_cast<int>(kExitNoFit);
+    });
+  });
+}
+
+}  // namespace
+
+void RegisterFleet(CLI::App& app, int* exit_code) {
+  CLI::App* fleet_cmd = app.add_subcommand(
+      "fleet",
+      "Place flavors across a fleet of hypervisors with claims in one store (SQLite on one box,\n"
+      "PostgreSQL for many schedulers): inventory, placement, capacity, claims. docs/fleet.md.\n\n"
+      "Start here:\n"
+      "  accel fleet host add --topology fixtures/hosts/hgx-h100.json --name gpu-001 --label az=a\n"
+      "  accel fleet place --flavor examples/flavors/gpu-1g.yaml --aliases examples/flavors/aliases.json\n"
+      "  accel fleet capacity --flavor examples/flavors/gpu-1g.yaml --aliases examples/flavors/aliases.json");
+  fleet_cmd->require_subcommand(1);
+  RegisterHost(fleet_cmd, exit_code);
+  RegisterPlaceAndClaims(fleet_cmd, exit_code);
+}
+
+}  // namespace accel::cli

@@ -1,0 +1,638 @@
+#include "fleet/fleet_store.h"
+
+#include <pwd.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "fleet/host_policy_file.h"
+#include "fleet/labels.h"
+#include "placement/placement_json.h"
+#include "topology/host_json.h"
+
+namespace accel::fleet {
+
+namespace {
+
+// --- Schema ---------------------------------------------------------------------------------
+
+// Version 1: the claims table of accel's first claim store (SQLite, PRAGMA user_version 1).
+const char* const kSchemaV1[] = {
+    "CREATE TABLE IF NOT EXISTS claims("
+    "  id TEXT PRIMARY KEY,"
+    "  host TEXT NOT NULL,"
+    "  flavor TEXT NOT NULL,"
+    "  created_at TEXT NOT NULL,"  // UTC ISO-8601
+    "  placement TEXT NOT NULL)",  // accel.placement/v1 JSON
+    "CREATE INDEX IF NOT EXISTS claims_by_host ON claims(host)",
+};
+
+// Version 2: the fleet. claim_units is what makes double booking impossible: one row per CPU and
+// device a claim holds, unique per host.
+const char* const kSchemaV2[] = {
+    "CREATE TABLE accel_schema(version INTEGER NOT NULL)",
+    "CREATE TABLE topologies("
+    "  id TEXT PRIMARY KEY,"       // TopologyId: sha256 of the anonymized accel.host/v1 JSON
+    "  body TEXT NOT NULL)",       // accel.host/v1 JSON, hostname cleared
+    "CREATE TABLE hosts("
+    "  name TEXT PRIMARY KEY,"
+    "  topology_id TEXT NOT NULL REFERENCES topologies(id),"
+    "  policy TEXT NOT NULL,"      // host policy JSON (host_policy_file.h)
+    "  labels TEXT NOT NULL,"      // JSON object
+    "  state TEXT NOT NULL CHECK (state IN ('enabled', 'disabled', 'maintenance')),"
+    "  generation BIGINT NOT NULL DEFAULT 0,"
+    "  heartbeat_at BIGINT,"       // unix seconds; NULL for hosts not run by an agent
+    "  stale_after_s BIGINT NOT NULL DEFAULT 0,"
+    "  updated_at TEXT NOT NULL)",
+    "CREATE TABLE claim_units("
+    "  host TEXT NOT NULL,"
+    "  unit TEXT NOT NULL,"        // "cpu:N" or "pci:DDDD:BB:DD.F"
+    "  claim_id TEXT NOT NULL REFERENCES claims(id) ON DELETE CASCADE,"
+    "  PRIMARY KEY (host, unit))",
+    "CREATE INDEX claim_units_by_claim ON claim_units(claim_id)",
+    "INSERT INTO accel_schema(version) VALUES (2)",
+};
+
+constexpr const char* kHostColumns =
+    "name, topology_id, policy, labels, state, generation, heartbeat_at, stale_after_s, updated_at";
+
+// "c-" + 48 random bits: short enough to type into `accel release`.
+std::string NewClaimId() {
+  static thread_local std::random_device rd;  // /dev/urandom: distinct across forked processes
+  uint64_t bits = (static_cast<uint64_t>(rd()) << 32 | rd()) & 0xffffffffffffULL;
+  char buf[20];
+  std::snprintf(buf, sizeof buf, "c-%012llx", static_cast<unsigned long long>(bits));
+  return buf;
+}
+
+std::string NowUtc() {
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+int64_t NowUnix() { return static_cast<int64_t>(std::time(nullptr)); }
+
+int64_t ToInt(const SqlValue& v) { return v ? std::stoll(*v) : 0; }
+
+std::string Text(const SqlValue& v) { return v.value_or(""); }
+
+bool TableExists(SqlConnection& db, const std::string& table) {
+  const char* sql = db.engine() == SqlEngine::kSqlite
+                        ? "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = $1"
+                        : "SELECT count(*) FROM information_schema.tables "
+                          "WHERE table_schema = current_schema() AND table_name = $1";
+  return ToInt(db.Exec(sql, {table}).rows.at(0).at(0)) > 0;
+}
+
+// Reads the placement stored for claim `id`; a bad one names the claim and how to get rid of it.
+placement::Placement StoredPlacement(const std::string& url, const std::string& id, const std::string& json) {
+  try {
+    return placement::ReadPlacementJson(json, url + " (claim " + id + ")");
+  } catch (const InputError& e) {
+    throw InputError(e.where(), e.field(), e.problem(), "release it with `accel release " + id + "`");
+  }
+}
+
+Claim ClaimFromRow(const std::string& url, const SqlRow& r) {
+  std::string id = Text(r[0]);
+  return Claim{id, Text(r[1]), Text(r[2]), Text(r[3]), StoredPlacement(url, id, Text(r[4]))};
+}
+
+HostRecord HostFromRow(const std::string& url, const SqlRow& r) {
+  HostRecord h;
+  h.name = Text(r[0]);
+  h.topology_id = Text(r[1]);
+  const std::string where = url + " (host " + h.name + ")";
+  try {
+    h.policy = HostPolicyFromJson(nlohmann::json::parse(Text(r[2])), where);
+    const nlohmann::json labels = nlohmann::json::parse(Text(r[3]));  // outlives the loop
+    for (const auto& [k, v] : labels.items()) h.labels[k] = v.get<std::string>();
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(where, "", std::string("stored policy or labels unreadable: ") + e.what(),
+                     "set them again with `accel fleet host update`");
+  }
+  h.state = ParseHostAdminState(Text(r[4]), where);
+  h.generation = ToInt(r[5]);
+  if (r[6]) h.heartbeat_at = ToInt(r[6]);
+  h.stale_after_s = ToInt(r[7]);
+  h.updated_at = Text(r[8]);
+  return h;
+}
+
+std::string LabelsJson(const Labels& labels) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [k, v] : labels) j[k] = v;
+  return j.dump();
+}
+
+// Inserts the claim row and one claim_units row per unit. Throws SqlConstraintError when a unit
+// is taken (or, once in 2^48, the id).
+void InsertClaim(SqlConnection& db, const Claim& c) {
+  db.Exec("INSERT INTO claims(id, host, flavor, created_at, placement) VALUES ($1, $2, $3, $4, $5)",
+          {c.id, c.host, c.flavor, c.created_at, placement::WritePlacementJson(c.placement)});
+  const std::vector<std::string> units = UnitsOf(c.placement);
+  // Multi-row inserts of at most 200 units keep statements (and the statement cache) small.
+  for (size_t start = 0; start < units.size(); start += 200) {
+    const size_t end = std::min(units.size(), start + 200);
+    std::string sql = "INSERT INTO claim_units(host, unit, claim_id) VALUES ";
+    std::vector<SqlValue> params = {c.host, c.id};
+    for (size_t i = start; i < end; ++i) {
+      if (i > start) sql += ", ";
+      sql += "($1, $" + std::to_string(params.size() + 1) + ", $2)";
+      params.push_back(units[i]);
+    }
+    db.Exec(sql, params);
+  }
+}
+
+void MigrateV1ToV2(SqlConnection& db) {
+  for (const char* sql : kSchemaV2) db.Exec(sql);
+  // Every existing claim's units, so the database guards them from now on.
+  SqlResult claims = db.Exec("SELECT id, host, flavor, created_at, placement FROM claims ORDER BY id");
+  for (const SqlRow& row : claims.rows) {
+    Claim c = ClaimFromRow(db.url(), row);
+    const std::vector<std::string> units = UnitsOf(c.placement);
+    for (const std::string& unit : units) {
+      try {
+        db.Exec("INSERT INTO claim_units(host, unit, claim_id) VALUES ($1, $2, $3)", {c.host, unit, c.id});
+      } catch (const SqlConstraintError&) {
+        throw InputError(db.url() + " (claim " + c.id + ")", "", unit + " is also held by another claim",
+                         "release one of them with `accel release ID` and migrate again");
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> UnitsOf(const placement::Placement& p) {
+  CpuSet cpus = p.emulator_consumed_cpus;
+  for (const placement::CellPlacement& c : p.cells) cpus = cpus.Union(c.consumed_cpus);
+  std::vector<std::string> units;
+  for (int cpu : cpus.ToVector()) units.push_back("cpu:" + std::to_string(cpu));
+  for (const placement::DevicePlacement& d : p.devices) units.push_back("pci:" + d.address);
+  return units;
+}
+
+std::string DefaultStatePath() {
+  if (const char* env = std::getenv("ACCEL_STATE"); env && *env) return env;
+  if (geteuid() == 0) return "/var/lib/accel/state.db";
+  if (const char* xdg = std::getenv("XDG_STATE_HOME"); xdg && xdg[0] == '/') {
+    return std::string(xdg) + "/accel/state.db";
+  }
+  std::string home;
+  if (const char* env = std::getenv("HOME"); env && *env) {
+    home = env;
+  } else if (const passwd* pw = getpwuid(geteuid()); pw && pw->pw_dir) {
+    home = pw->pw_dir;
+  }
+  return home + "/.local/state/accel/state.db";
+}
+
+// --- Opening and migrating ------------------------------------------------------------------
+
+std::unique_ptr<FleetStore> FleetStore::OpenForMigration(const std::string& url) {
+  StoreUrl parsed = ParseStoreUrl(url);
+  std::unique_ptr<SqlConnection> db = parsed.engine == StoreUrl::kSqlite
+                                          ? OpenSqlite(parsed.target, parsed.display)
+                                          : OpenPostgres(parsed.target, parsed.display);
+  return std::make_unique<FleetStore>(std::move(db));
+}
+
+std::unique_ptr<FleetStore> FleetStore::Open(const std::string& url) {
+  std::unique_ptr<FleetStore> store = OpenForMigration(url);
+  int found = store->SchemaVersion();
+  if (found == kSchemaVersion) return store;
+  if (found > kSchemaVersion) {
+    throw InputError(store->url(), "", "was written by a newer accel (schema version " + std::to_string(found) +
+                                           ", this accel knows " + std::to_string(kSchemaVersion) + ")",
+                     "use that accel version, or pass --store URL / set ACCEL_FLEET_STORE to use another store");
+  }
+  if (store->db_->engine() == SqlEngine::kPostgres) {
+    throw InputError(store->url(), "", "has schema version " + std::to_string(found) + ", this accel needs " +
+                                           std::to_string(kSchemaVersion),
+                     "run `accel fleet store migrate --store URL` once (every scheduler replica shares it)");
+  }
+  store->Migrate();
+  return store;
+}
+
+int FleetStore::SchemaVersion() {
+  SqlConnection& db = *db_;
+  if (TableExists(db, "accel_schema")) {
+    SqlResult r = db.Exec("SELECT max(version) FROM accel_schema");
+    return static_cast<int>(ToInt(r.rows.at(0).at(0)));
+  }
+  if (db.engine() == SqlEngine::kSqlite) {
+    int user_version = static_cast<int>(ToInt(db.Exec("PRAGMA user_version").rows.at(0).at(0)));
+    if (user_version > 1) return user_version;  // a newer accel that keeps its version here
+  }
+  if (!TableExists(db, "claims")) return 0;
+  try {
+    db.Exec("SELECT id, host, flavor, created_at, placement FROM claims WHERE 1 = 0");
+  } catch (const InputError& e) {
+    throw InputError(url(), "claims", "is not accel's claims table (" + e.problem() + ")",
+                     "move the file aside, or pass --store URL / set ACCEL_FLEET_STORE to use another store");
+  } catch (const SystemError& e) {
+    throw InputError(url(), "claims", "is not accel's claims table (" + e.reason() + ")",
+                     "use an empty database for the fleet store");
+  }
+  return 1;
+}
+
+int FleetStore::Migrate() {
+  SqlConnection& db = *db_;
+  SqlTransaction tx(db, true);
+  // Replicas started together migrate one after the other; the second finds the work done.
+  if (db.engine() == SqlEngine::kPostgres) db.Exec("SELECT pg_advisory_xact_lock(7427746521)");
+  const int found = SchemaVersion();
+  if (found > kSchemaVersion) {
+    throw InputError(url(), "", "was written by a newer accel (schema version " + std::to_string(found) + ")",
+                     "use that accel version");
+  }
+  if (found < 1) {
+    for (const char* sql : kSchemaV1) db.Exec(sql);
+  }
+  if (found < 2) MigrateV1ToV2(db);
+  if (db.engine() == SqlEngine::kSqlite) db.Exec("PRAGMA user_version = 2");
+  tx.Commit();
+  return found;
+}
+
+// --- Inventory ------------------------------------------------------------------------------
+
+namespace {
+
+void PutTopology(SqlConnection& db, const topology::HostTopology& host, std::string* id) {
+  *id = TopologyId(host);
+  db.Exec("INSERT INTO topologies(id, body) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING",
+          {*id, topology::ToJson(Anonymized(host))});
+}
+
+std::optional<HostRecord> ReadHost(SqlConnection& db, const std::string& name) {
+  SqlResult r = db.Exec(std::string("SELECT ") + kHostColumns + " FROM hosts WHERE name = $1", {name});
+  if (r.rows.empty()) return std::nullopt;
+  return HostFromRow(db.url(), r.rows[0]);
+}
+
+// Every CPU and device the host's claims hold must exist on `hw`.
+void CheckClaimsFit(SqlConnection& db, const std::string& host, const topology::HostTopology& hw) {
+  const CpuSet cpus = hw.AllCpus();
+  SqlResult units = db.Exec("SELECT unit, claim_id FROM claim_units WHERE host = $1", {host});
+  for (const SqlRow& row : units.rows) {
+    const std::string unit = Text(row[0]);
+    bool present = unit.rfind("cpu:", 0) == 0 ? cpus.Contains(std::stoi(unit.substr(4)))
+                                              : hw.FindPci(unit.substr(4)) != nullptr;
+    if (!present)
+      throw InputError("--topology", "", "host " + host + " has claim " + Text(row[1]) + " on " + unit +
+                                             ", which the new topology lacks",
+                       "release the claim first (`accel fleet release " + Text(row[1]) + "`)");
+  }
+}
+
+}  // namespace
+
+HostRecord FleetStore::AddHost(const HostSpec& spec) {
+  if (!spec.topology) throw InputError("accel fleet host add", "--topology", "is required to add a host");
+  SqlConnection& db = *db_;
+  SqlTransaction tx(db, true);
+  if (ReadHost(db, spec.name))
+    throw InputError("--name", "", "host '" + spec.name + "' is already in the fleet (" + url() + ")",
+                     "change it with `accel fleet host update --name " + spec.name + "`");
+  std::string topology_id;
+  PutTopology(db, *spec.topology, &topology_id);
+  const placement::HostPolicy policy = spec.policy.value_or(placement::HostPolicy{});
+  const HostAdminState state = spec.state.value_or(HostAdminState::kEnabled);
+  try {
+    db.Exec(std::string("INSERT INTO hosts(") + kHostColumns +
+                ") VALUES ($1, $2, $3, $4, $5, 0, NULL, $6, $7)",
+            {spec.name, topology_id, HostPolicyToJson(policy).dump(), LabelsJson(spec.set_labels),
+             HostAdminStateName(state), std::to_string(spec.stale_after_s.value_or(0)), NowUtc()});
+  } catch (const SqlConstraintError&) {  // another process added it between our read and insert
+    throw InputError("--name", "", "host '" + spec.name + "' is already in the fleet (" + url() + ")",
+                     "change it with `accel fleet host update --name " + spec.name + "`");
+  }
+  HostRecord added = *ReadHost(db, spec.name);
+  tx.Commit();
+  return added;
+}
+
+HostRecord FleetStore::UpdateHost(const HostSpec& spec) {
+  SqlConnection& db = *db_;
+  SqlTransaction tx(db, true);
+  std::optional<HostRecord> current = ReadHost(db, spec.name);
+  if (!current)
+    throw InputError("--name", "", "no host '" + spec.name + "' in the fleet (" + url() + ")",
+                     "add it with `accel fleet host add`; `accel fleet host list` shows the fleet");
+  HostRecord h = *current;
+  if (spec.topology) {
+    CheckClaimsFit(db, h.name, *spec.topology);
+    PutTopology(db, *spec.topology, &h.topology_id);
+  }
+  if (spec.policy) h.policy = *spec.policy;
+  for (const auto& [k, v] : spec.set_labels) h.labels[k] = v;
+  for (const std::string& k : spec.remove_labels) h.labels.erase(k);
+  if (spec.state) h.state = *spec.state;
+  if (spec.stale_after_s) h.stale_after_s = *spec.stale_after_s;
+  db.Exec("UPDATE hosts SET topology_id = $2, policy = $3, labels = $4, state = $5, stale_after_s = $6, "
+          "updated_at = $7, generation = generation + 1 WHERE name = $1",
+          {h.name, h.topology_id, HostPolicyToJson(h.policy).dump(), LabelsJson(h.labels),
+           HostAdminStateName(h.state), std::to_string(h.stale_after_s), NowUtc()});
+  HostRecord updated = *ReadHost(db, h.name);
+  tx.Commit();
+  return updated;
+}
+
+HostRecord FleetStore::UpsertFromAgent(const HostSpec& spec) {
+  SqlConnection& db = *db_;
+  SqlTransaction tx(db, true);
+  std::optional<HostRecord> current = ReadHost(db, spec.name);
+  std::string topology_id;
+  if (spec.topology) {
+    if (current) CheckClaimsFit(db, spec.name, *spec.topology);
+    PutTopology(db, *spec.topology, &topology_id);
+  }
+  if (!current) {
+    if (!spec.topology) throw InputError("fleet", "", "the agent must report its topology to join the fleet");
+    db.Exec(std::string("INSERT INTO hosts(") + kHostColumns + ") VALUES ($1, $2, $3, $4, 'enabled', 0, $5, $6, $7)",
+            {spec.name, topology_id, HostPolicyToJson(spec.policy.value_or(placement::HostPolicy{})).dump(),
+             LabelsJson(spec.set_labels), std::to_string(NowUnix()),
+             std::to_string(spec.stale_after_s.value_or(0)), NowUtc()});
+  } else {
+    HostRecord h = *current;
+    if (spec.topology) h.topology_id = topology_id;
+    if (spec.policy) h.policy = *spec.policy;
+    for (const auto& [k, v] : spec.set_labels) h.labels[k] = v;
+    if (spec.stale_after_s) h.stale_after_s = *spec.stale_after_s;
+    const bool changed = h.topology_id != current->topology_id || spec.policy || h.labels != current->labels;
+    db.Exec(std::string("UPDATE hosts SET topology_id = $2, policy = $3, labels = $4, stale_after_s = $5, "
+                        "heartbeat_at = $6, updated_at = $7") +
+                (changed ? ", generation = generation + 1" : "") + " WHERE name = $1",
+            {h.name, h.topology_id, HostPolicyToJson(h.policy).dump(), LabelsJson(h.labels),
+             std::to_string(h.stale_after_s), std::to_string(NowUnix()), NowUtc()});
+  }
+  HostRecord result = *ReadHost(db, spec.name);
+  tx.Commit();
+  return result;
+}
+
+bool FleetStore::Heartbeat(const std::string& name) {
+  return db_->Exec("UPDATE hosts SET heartbeat_at = $2 WHERE name = $1", {name, std::to_string(NowUnix())})
+             .affected > 0;
+}
+
+bool FleetStore::RemoveHost(const std::string& name, bool force) {
+  SqlConnection& db = *db_;
+  SqlTransaction tx(db, true);
+  if (!ReadHost(db, name)) return false;
+  const int64_t live = ToInt(db.Exec("SELECT count(*) FROM claims WHERE host = $1", {name}).rows.at(0).at(0));
+  if (live > 0 && !force)
+    throw InputError("--name", "", "host '" + name + "' holds " + std::to_string(live) + " live claim(s)",
+                     "release them (`accel fleet claims --host " + name +
+                         "`), or pass --force to release them with the host");
+  db.Exec("DELETE FROM claim_units WHERE host = $1", {name});
+  db.Exec("DELETE FROM claims WHERE host = $1", {name});
+  db.Exec("DELETE FROM hosts WHERE name = $1", {name});
+  tx.Commit();
+  return true;
+}
+
+std::optional<HostRecord> FleetStore::GetHost(const std::string& name) { return ReadHost(*db_, name); }
+
+std::vector<HostRecord> FleetStore::ListHosts() {
+  std::vector<HostRecord> hosts;
+  for (const SqlRow& row : db_->Exec(std::string("SELECT ") + kHostColumns + " FROM hosts ORDER BY name").rows)
+    hosts.push_back(HostFromRow(url(), row));
+  return hosts;
+}
+
+std::shared_ptr<const topology::HostTopology> FleetStore::Topology(const std::string& id) {
+  if (auto it = topology_cache_.find(id); it != topology_cache_.end()) return it->second;
+  SqlResult r = db_->Exec("SELECT body FROM topologies WHERE id = $1", {id});
+  if (r.rows.empty())
+    throw InputError(url(), "topologies", "has no topology " + id, "add the host again with --topology");
+  auto hw = std::make_shared<const topology::HostTopology>(
+      topology::HostFromJson(Text(r.rows[0][0]), url() + " (topology " + id + ")"));
+  topology_cache_[id] = hw;
+  return hw;
+}
+
+std::vector<HostVersion> FleetStore::HostVersions() {
+  std::vector<HostVersion> out;
+  for (const SqlRow& row : db_->Exec("SELECT name, generation FROM hosts ORDER BY name").rows)
+    out.push_back({Text(row[0]), ToInt(row[1])});
+  return out;
+}
+
+FleetSnapshot FleetStore::Snapshot() {
+  SqlConnection& db = *db_;
+  SqlTransaction tx(db, false);
+  if (db.engine() == SqlEngine::kPostgres) db.Exec("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY");
+  FleetSnapshot snap;
+  snap.taken_at = NowUnix();
+  for (const SqlRow& row : db.Exec(std::string("SELECT ") + kHostColumns + " FROM hosts ORDER BY name").rows)
+    snap.hosts.push_back(HostFromRow(url(), row));
+  for (const HostRecord& h : snap.hosts)
+    if (!snap.topologies.count(h.topology_id)) snap.topologies[h.topology_id] = Topology(h.topology_id);
+  for (const SqlRow& row :
+       db.Exec("SELECT id, host, flavor, created_at, placement FROM claims ORDER BY created_at, id").rows)
+    snap.claims.push_back(ClaimFromRow(url(), row));
+  tx.Commit();
+  return snap;
+}
+
+// --- Claims ---------------------------------------------------------------------------------
+
+placement::HostUsage FleetStore::UsageOf(const std::string& host) {
+  SqlResult rows = db_->Exec(
+      "SELECT id, host, flavor, created_at, placement FROM claims WHERE host = $1 ORDER BY created_at, id",
+      {host});
+  placement::HostUsage usage;
+  for (const SqlRow& row : rows.rows) {
+    Claim c = ClaimFromRow(url(), row);
+    std::string overlap = usage.Apply(c.placement);
+    if (!overlap.empty())
+      throw InputError(url() + " (claim " + c.id + ")", "", "overlaps earlier claims: " + overlap,
+                       "release it with `accel release " + c.id + "`");
+  }
+  return usage;
+}
+
+ClaimResult FleetStore::ClaimOnHost(
+    const std::string& host,
+    const std::function<std::optional<placement::Placement>(const placement::HostUsage&)>& place) {
+  SqlConnection& db = *db_;
+  SqlTransaction tx(db, true);
+  // Serialize with every other claimer of this host inside the database: the host row's lock
+  // (the UPDATE), or for a host outside the inventory a lock on its name that ends with the
+  // transaction. SQLite's write transaction already excludes every other writer.
+  const long in_inventory =
+      db.Exec("UPDATE hosts SET generation = generation + 1 WHERE name = $1", {host}).affected;
+  if (in_inventory == 0 && db.engine() == SqlEngine::kPostgres)
+    db.Exec("SELECT pg_advisory_xact_lock(hashtext($1))", {host});
+  placement::HostUsage usage = UsageOf(host);
+  std::optional<placement::Placement> p = place(usage);
+  if (!p) return {};
+  ClaimResult result;
+  if (p->host != host) {
+    result.refused = "placement is for host '" + p->host + "', not '" + host + "'";
+    return result;
+  }
+  // Defence in depth: the engine should never double-book, but a claim must not if it does.
+  if (std::string err = usage.Apply(*p); !err.empty()) {
+    result.refused = err;
+    return result;
+  }
+  Claim claim{NewClaimId(), host, p->flavor, NowUtc(), std::move(*p)};
+  try {
+    InsertClaim(db, claim);
+  } catch (const SqlConstraintError& e) {
+    result.refused = std::string("the store refused it: ") + e.what();
+    return result;
+  }
+  tx.Commit();
+  result.claim = std::move(claim);
+  return result;
+}
+
+bool FleetStore::Release(const std::string& id) {
+  SqlConnection& db = *db_;
+  SqlTransaction tx(db, true);
+  SqlResult r = db.Exec("SELECT host FROM claims WHERE id = $1", {id});
+  if (r.rows.empty()) return false;
+  db.Exec("DELETE FROM claim_units WHERE claim_id = $1", {id});
+  db.Exec("DELETE FROM claims WHERE id = $1", {id});
+  db.Exec("UPDATE hosts SET generation = generation + 1 WHERE name = $1", {Text(r.rows[0][0])});
+  tx.Commit();
+  return true;
+}
+
+std::vector<Claim> FleetStore::ListClaims(const std::optional<std::string>& host) {
+  SqlResult r = host ? db_->Exec("SELECT id, host, flavor, created_at, placement FROM claims "
+                                 "WHERE host = $1 ORDER BY created_at, id",
+                                 {*host})
+                     : db_->Exec("SELECT id, host, flavor, created_at, placement FROM claims "
+                                 "ORDER BY created_at, id");
+  std::vector<Claim> claims;
+  for (const SqlRow& row : r.rows) claims.push_back(ClaimFromRow(url(), row));
+  return claims;
+}
+
+std::optional<Claim> FleetStore::GetClaim(const std::string& id) {
+  SqlResult r = db_->Exec("SELECT id, host, flavor, created_at, placement FROM claims WHERE id = $1", {id});
+  if (r.rows.empty()) return std::nullopt;
+  return ClaimFromRow(url(), r.rows[0]);
+}
+
+std::vector<std::string> FleetStore::Audit() {
+  SqlConnection& db = *db_;
+  SqlTransaction tx(db, false);
+  if (db.engine() == SqlEngine::kPostgres) db.Exec("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY");
+  std::vector<std::string> problems;
+  std::map<std::string, placement::HostUsage> usage;
+  std::map<std::pair<std::string, std::string>, std::string> expected_units;  // (host, unit) -> claim
+  for (const SqlRow& row :
+       db.Exec("SELECT id, host, flavor, created_at, placement FROM claims ORDER BY created_at, id").rows) {
+    Claim c = ClaimFromRow(url(), row);
+    if (std::string overlap = usage[c.host].Apply(c.placement); !overlap.empty())
+      problems.push_back("host " + c.host + ": claim " + c.id + " double-books: " + overlap);
+    for (const std::string& unit : UnitsOf(c.placement)) expected_units[{c.host, unit}] = c.id;
+  }
+  // Pages and memory: a node's pools must hold what the claims on it take.
+  for (const HostRecord& h : ListHosts()) {
+    auto it = usage.find(h.name);
+    if (it == usage.end()) continue;
+    std::shared_ptr<const topology::HostTopology> hw = Topology(h.topology_id);
+    for (const auto& [node_id, node_usage] : it->second.nodes) {
+      const int index = hw->NodeIndex(node_id);
+      if (index < 0) {
+        problems.push_back("host " + h.name + ": claims on node " + std::to_string(node_id) + ", which it lacks");
+        continue;
+      }
+      for (const auto& [size_kib, used] : node_usage.pages_used) {
+        if (size_kib == 4) continue;  // base pages: memory, checked by the engine's reserve rules
+        uint64_t total = 0;
+        for (const auto& pool : hw->numa_nodes[index].pages)
+          if (pool.size_kib == size_kib) total = pool.total;
+        if (used > total)
+          problems.push_back("host " + h.name + ": node " + std::to_string(node_id) + " has " +
+                             std::to_string(total) + " pages of " + std::to_string(size_kib) + " KiB, claims hold " +
+                             std::to_string(used));
+      }
+    }
+  }
+  size_t rows = 0;
+  for (const SqlRow& row : db.Exec("SELECT host, unit, claim_id FROM claim_units").rows) {
+    ++rows;
+    auto it = expected_units.find({Text(row[0]), Text(row[1])});
+    if (it == expected_units.end() || it->second != Text(row[2]))
+      problems.push_back("unit " + Text(row[1]) + " on " + Text(row[0]) + " is booked for claim " + Text(row[2]) +
+                         " but no such claim holds it");
+  }
+  if (rows != expected_units.size())
+    problems.push_back(std::to_string(expected_units.size()) + " units held by claims, " + std::to_string(rows) +
+                       " rows in claim_units");
+  tx.Commit();
+  return problems;
+}
+
+// --- ClaimBatch -----------------------------------------------------------------------------
+
+ClaimBatch::ClaimBatch(FleetStore& store) : store_(store) {
+  store_.db_->Begin(true);
+  open_ = true;
+}
+
+ClaimBatch::~ClaimBatch() {
+  if (open_) store_.db_->Rollback();
+}
+
+std::string ClaimBatch::TryClaim(const std::string& host, int64_t expected_generation,
+                                 const placement::Placement& p, std::string* conflict) {
+  SqlConnection& db = *store_.db_;
+  const std::string savepoint = "claim_" + std::to_string(++savepoints_);
+  db.Exec("SAVEPOINT " + savepoint);
+  const long bumped = db.Exec("UPDATE hosts SET generation = generation + 1 "
+                              "WHERE name = $1 AND generation = $2 AND state = 'enabled'",
+                              {host, std::to_string(expected_generation)})
+                          .affected;
+  if (bumped != 1) {
+    SqlResult r = db.Exec("SELECT generation, state FROM hosts WHERE name = $1", {host});
+    db.Exec("RELEASE SAVEPOINT " + savepoint);
+    if (r.rows.empty()) *conflict = "host " + host + " left the fleet";
+    else if (Text(r.rows[0][1]) != "enabled") *conflict = "host " + host + " is " + Text(r.rows[0][1]);
+    else
+      *conflict = "host " + host + " changed (generation " + std::to_string(expected_generation) + " -> " +
+                  Text(r.rows[0][0]) + ")";
+    return "";
+  }
+  Claim claim{NewClaimId(), host, p.flavor, NowUtc(), p};
+  claim.placement.host = host;
+  try {
+    InsertClaim(db, claim);
+  } catch (const SqlConstraintError& e) {
+    db.Exec("ROLLBACK TO SAVEPOINT " + savepoint);
+    db.Exec("RELEASE SAVEPOINT " + savepoint);
+    *conflict = "host " + host + ": a unit is taken (" + std::string(e.what()).substr(0, 160) + ")";
+    return "";
+  }
+  db.Exec("RELEASE SAVEPOINT " + savepoint);
+  return claim.id;
+}
+
+void ClaimBatch::Commit() {
+  store_.db_->Commit();
+  open_ = false;
+}
+
+}  // namespace accel::fleet

@@ -1,0 +1,216 @@
+// FleetStore: the fleet's inventory (hosts, their hardware, policy, labels, state) and every
+// claim (placement in force), in one database: SQLite (`sqlite:PATH`, the embedded default and
+// the file `accel place --claim` has always written) or PostgreSQL (`postgresql://...`, for many
+// schedulers on many machines). Same schema, same SQL, same behaviour on both.
+//
+// Double booking is impossible by construction in the database, never by a lock in a process:
+//   - every host CPU a claim consumes and every PCI device it takes is a row of claim_units
+//     with PRIMARY KEY (host, unit): a second claim of the same unit is refused by the database;
+//   - every claim made from a view of a host names the host generation it was computed at, and
+//     the claim's transaction bumps it with `UPDATE hosts SET generation = generation + 1
+//     WHERE name = $1 AND generation = $2 AND state = 'enabled'`: if another claim or release
+//     reached the host meanwhile, no row changes and the claim is refused (pages and shared
+//     vCPUs, which are counts, not units, are guarded this way);
+//   - a claim is one transaction: a process killed at any moment leaves all of it or none.
+// A ClaimBatch holds several claims (accel fleet place --count N) in one transaction, each in a
+// savepoint, so a refused candidate falls back to the next one and the batch commits whole.
+//
+// Schema versions (`accel fleet store migrate`): 1 = the claims table of accel's first claim
+// store; 2 = hosts, topologies (one row per distinct hardware) and claim_units. SQLite stores are
+// migrated when opened (one box, one user); a PostgreSQL store shared by many schedulers is
+// migrated only by `accel fleet store migrate`, and opening an older one says so.
+//
+// Thread-safety: one FleetStore is one connection; use it from one thread at a time (open one
+// per thread or process; never carry one across fork()).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "fleet/host_record.h"
+#include "fleet/sql_connection.h"
+#include "fleet/store_url.h"
+#include "placement/placement.h"
+#include "placement/usage.h"
+#include "topology/host.h"
+
+namespace accel::fleet {
+
+/// One stored placement.
+struct Claim {
+  std::string id;          ///< "c-" + 12 lower-case hex digits, unique in the store
+  std::string host;        ///< host name the claim holds resources on
+  std::string flavor;      ///< flavor name it was placed for
+  std::string created_at;  ///< UTC ISO-8601 to the second, e.g. "2024-05-01T12:34:56Z"
+  placement::Placement placement;  ///< what it holds
+};
+
+/// The answer of FleetStore::ClaimOnHost.
+struct ClaimResult {
+  std::optional<Claim> claim;  ///< the stored claim; unset when nothing was stored
+  /// Why a placement the callback returned was refused (it books a CPU or device that a live
+  /// claim holds, or names another host); "" when stored or when the callback returned nullopt.
+  std::string refused;
+  bool claimed() const { return claim.has_value(); }
+};
+
+/// What `accel fleet host add|update` writes.
+struct HostSpec {
+  std::string name;                        ///< host name (unique)
+  std::optional<topology::HostTopology> topology;  ///< required to add; unset = keep on update
+  std::optional<placement::HostPolicy> policy;     ///< unset = default (add) / keep (update)
+  Labels set_labels;                       ///< labels to set (add: the labels)
+  std::vector<std::string> remove_labels;  ///< label keys to remove (update only)
+  std::optional<HostAdminState> state;     ///< unset = enabled (add) / keep (update)
+  /// Agent hosts: seconds without a heartbeat after which the host is stale; unset = keep.
+  std::optional<int64_t> stale_after_s;
+};
+
+/// Everything a scheduler needs, read in one consistent snapshot.
+struct FleetSnapshot {
+  std::vector<HostRecord> hosts;  ///< by name
+  /// Hardware by TopologyId, each held once however many hosts share it (hostname cleared).
+  std::map<std::string, std::shared_ptr<const topology::HostTopology>> topologies;
+  std::vector<Claim> claims;      ///< live claims, oldest first
+  int64_t taken_at = 0;           ///< unix seconds when read (for staleness)
+};
+
+/// One host's state as a scheduler refreshes it: name and generation, plus whether it changed.
+struct HostVersion {
+  std::string name;
+  int64_t generation = 0;
+};
+
+/// Where claims live unless told otherwise: $ACCEL_STATE when set; for root
+/// /var/lib/accel/state.db; otherwise $XDG_STATE_HOME/accel/state.db, or
+/// ~/.local/state/accel/state.db when XDG_STATE_HOME is unset or not absolute.
+std::string DefaultStatePath();
+
+class FleetStore {
+ public:
+  /// The schema version this accel writes.
+  static constexpr int kSchemaVersion = 2;
+
+  /// Opens the store at `url` (see store_url.h). SQLite: creates the file, its directory and
+  /// the schema, migrating an older file. PostgreSQL: connects and checks the schema.
+  /// Throws InputError for a malformed URL, a database that is not accel's, a store of a newer
+  /// schema, or (PostgreSQL) one that needs `accel fleet store migrate`; SystemError when the
+  /// file cannot be opened or the server cannot be reached.
+  static std::unique_ptr<FleetStore> Open(const std::string& url);
+
+  /// Opens without checking or creating the schema: for `accel fleet store migrate|status`.
+  static std::unique_ptr<FleetStore> OpenForMigration(const std::string& url);
+
+  const std::string& url() const { return db_->url(); }
+  SqlConnection& connection() { return *db_; }
+
+  /// The schema version found (0: empty database). Throws InputError when the tables are
+  /// another program's.
+  int SchemaVersion();
+  /// Brings the schema to kSchemaVersion (one transaction; concurrent migrations wait for one
+  /// another). Returns the version found before. Throws InputError for a newer schema or a
+  /// version-1 claim that double-books another (names the claim).
+  int Migrate();
+
+  // --- Inventory -------------------------------------------------------------------------
+
+  /// Adds a host. Throws InputError when `spec.name` exists already, has no topology, or a
+  /// label/policy is malformed; nothing is written then.
+  HostRecord AddHost(const HostSpec& spec);
+  /// Changes the fields set in `spec`, bumping the generation. Throws InputError when there is
+  /// no such host. Changing the topology of a host with claims is refused unless every claim
+  /// still validates against the new hardware (checked in the transaction).
+  HostRecord UpdateHost(const HostSpec& spec);
+  /// Adds or updates the host as its agent reports it, and records a heartbeat now. Keeps the
+  /// operator's state; labels in spec are merged over existing ones.
+  HostRecord UpsertFromAgent(const HostSpec& spec);
+  /// Records a heartbeat for `name`. Returns false when there is no such host.
+  bool Heartbeat(const std::string& name);
+  /// Removes a host. With live claims, throws InputError (naming how many and --force) unless
+  /// `force`, which releases them in the same transaction. Returns false when absent.
+  bool RemoveHost(const std::string& name, bool force);
+  std::optional<HostRecord> GetHost(const std::string& name);
+  std::vector<HostRecord> ListHosts();
+  /// The hardware `id` (cached after the first read). Throws InputError when absent.
+  std::shared_ptr<const topology::HostTopology> Topology(const std::string& id);
+  /// Every host's name and generation (cheap: what a service polls to see what changed).
+  std::vector<HostVersion> HostVersions();
+
+  /// Hosts, their hardware and every live claim, read consistently.
+  FleetSnapshot Snapshot();
+
+  // --- Claims -----------------------------------------------------------------------------
+
+  /// For `accel place --claim` on one named host (in the inventory or not): atomically reads the
+  /// host's usage, calls place(usage) and, when it returns a placement, checks it against the
+  /// usage (HostUsage::Apply) and stores it with its units. The database serializes claimers of
+  /// the host (SQLite: the write lock; PostgreSQL: the host row's lock, or a transaction-scoped
+  /// advisory lock for a host not in the inventory). Returns the claim, or no claim when place
+  /// returns nullopt or the re-check refuses it (reason in `refused`; nothing stored). If place
+  /// throws, nothing is stored and the exception propagates.
+  ClaimResult ClaimOnHost(const std::string& host,
+                          const std::function<std::optional<placement::Placement>(
+                              const placement::HostUsage&)>& place);
+
+  /// The sum of the live claims on `host` (empty usage when none). Throws InputError when a
+  /// stored placement cannot be read or two stored claims overlap (naming the claim id).
+  placement::HostUsage UsageOf(const std::string& host);
+
+  /// Deletes claim `id` and its units, bumping its host's generation. Returns true when it
+  /// existed, false when there is no such claim.
+  bool Release(const std::string& id);
+
+  /// Live claims, oldest first; only those on `host` when given.
+  std::vector<Claim> ListClaims(const std::optional<std::string>& host = std::nullopt);
+  /// Claim `id`, or nullopt when there is none.
+  std::optional<Claim> GetClaim(const std::string& id);
+
+  /// Recomputes every host's usage from its claims and checks claim_units against them:
+  /// returns one line per double-booked CPU, page pool or device, or per unit row that does
+  /// not match its claim; empty when the store is consistent.
+  std::vector<std::string> Audit();
+
+  explicit FleetStore(std::unique_ptr<SqlConnection> db) : db_(std::move(db)) {}
+
+ private:
+  friend class ClaimBatch;
+  std::unique_ptr<SqlConnection> db_;
+  std::map<std::string, std::shared_ptr<const topology::HostTopology>> topology_cache_;
+};
+
+/// Several claims made all or nothing, in one transaction; each TryClaim in a savepoint so a
+/// refused candidate costs nothing and the caller tries its next. Destroying an uncommitted
+/// batch rolls every claim of it back.
+class ClaimBatch {
+ public:
+  explicit ClaimBatch(FleetStore& store);
+  ~ClaimBatch();
+  ClaimBatch(const ClaimBatch&) = delete;
+  ClaimBatch& operator=(const ClaimBatch&) = delete;
+
+  /// Claims `p` on `host` if the host is still at `expected_generation`, enabled, and every
+  /// unit of `p` is free. Returns the new claim id; or "" with *conflict saying why not
+  /// ("generation moved", "host disabled", "unit cpu:12 taken", "no such host"). Throws
+  /// SystemError when the database fails (the whole batch is lost then).
+  std::string TryClaim(const std::string& host, int64_t expected_generation,
+                       const placement::Placement& p, std::string* conflict);
+
+  /// Makes every successful TryClaim durable. Throws SystemError when the commit fails.
+  void Commit();
+
+ private:
+  FleetStore& store_;
+  bool open_ = false;
+  int savepoints_ = 0;
+};
+
+/// The units a placement holds, as claim_units keys: "cpu:N" for each host CPU it consumes
+/// (pinned, isolated siblings, emulator) and "pci:ADDRESS" for each device.
+std::vector<std::string> UnitsOf(const placement::Placement& p);
+
+}  // namespace accel::fleet

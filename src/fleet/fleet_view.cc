@@ -1,0 +1,147 @@
+#include "fleet/fleet_view.h"
+
+#include <algorithm>
+
+#include "common/error.h"
+#include "fleet/host_policy_file.h"
+#include "placement/node_view.h"
+
+namespace accel::fleet {
+
+namespace {
+
+std::string UsageText(const placement::HostUsage& u) {
+  std::string s;
+  for (const auto& [node, nu] : u.nodes) {
+    s += "n" + std::to_string(node) + ":" + nu.pinned_cpus.ToString() + "/" + std::to_string(nu.shared_vcpus);
+    for (const auto& [size, pages] : nu.pages_used) s += "/" + std::to_string(size) + "x" + std::to_string(pages);
+    s += ";";
+  }
+  for (const std::string& d : u.devices) s += d + ",";
+  s += "f" + std::to_string(u.floating_vcpus) + "/" + std::to_string(u.floating_memory_mib);
+  return s;
+}
+
+}  // namespace
+
+void Summarize(HostEntry* e) {
+  const topology::HostTopology& hw = *e->hardware;
+  HostSummary s;
+  const size_t nodes = hw.numa_nodes.size();
+  s.node_free_accelerators.assign(nodes, 0);
+  std::vector<int> node_total(nodes, 0);
+  for (const topology::PciDevice& d : hw.pci) {
+    if (!d.is_accelerator()) continue;
+    ++s.total_accelerators;
+    const int index = hw.NodeIndex(d.numa_node);
+    if (index >= 0) ++node_total[index];
+    if (e->usage.devices.count(d.address)) continue;
+    ++s.free_accelerators;
+    if (index >= 0) ++s.node_free_accelerators[index];
+  }
+  s.node_partly_used.assign(nodes, false);
+  for (size_t i = 0; i < nodes; ++i) {
+    if (node_total[i] > 0 && s.node_free_accelerators[i] == node_total[i]) ++s.whole_free_accelerator_nodes;
+    s.node_partly_used[i] = s.node_free_accelerators[i] > 0 && s.node_free_accelerators[i] < node_total[i];
+  }
+  const placement::HostCpuSets sets = placement::HostCpuSetsOf(hw, e->usage, e->record.policy);
+  s.total_pinnable_cpus = sets.dedicated.Count();
+  s.free_pinnable_cpus = sets.dedicated.Minus(sets.pinned).Count();
+  s.idle = e->usage.nodes.empty() && e->usage.devices.empty() && e->usage.floating_vcpus == 0 &&
+           e->usage.floating_memory_mib == 0;
+  e->summary = std::move(s);
+  e->usage_key = e->record.topology_id + "|" + HostPolicyToJson(e->record.policy).dump() + "|" + UsageText(e->usage);
+}
+
+HostEntry MakeHostEntry(const HostRecord& record, std::shared_ptr<const topology::HostTopology> hardware,
+                        const std::vector<const Claim*>& claims) {
+  HostEntry e;
+  e.record = record;
+  e.hardware = std::move(hardware);
+  for (const Claim* c : claims) {
+    if (std::string overlap = e.usage.Apply(c->placement); !overlap.empty())
+      throw InputError("claim " + c->id, "", "overlaps earlier claims on " + record.name + ": " + overlap,
+                       "run `accel fleet audit` and release it with `accel fleet release " + c->id + "`");
+    e.claims.push_back(c->id);
+  }
+  Summarize(&e);
+  return e;
+}
+
+FleetView FleetView::FromSnapshot(const FleetSnapshot& snap) {
+  FleetView view;
+  view.taken_at_ = snap.taken_at;
+  std::unordered_map<std::string, std::vector<const Claim*>> by_host;
+  for (const Claim& c : snap.claims) by_host[c.host].push_back(&c);
+  // Idle hosts of one SKU and policy share their summary: compute it once.
+  std::unordered_map<std::string, HostSummary> idle_summaries;
+  view.hosts_.reserve(snap.hosts.size());
+  for (const HostRecord& r : snap.hosts) {
+    auto hw = snap.topologies.at(r.topology_id);
+    auto claims = by_host.find(r.name);
+    if (claims != by_host.end()) {
+      view.hosts_.push_back(MakeHostEntry(r, hw, claims->second));
+      continue;
+    }
+    HostEntry e;
+    e.record = r;
+    e.hardware = hw;
+    const std::string key = r.topology_id + "|" + HostPolicyToJson(r.policy).dump();
+    auto cached = idle_summaries.find(key);
+    if (cached == idle_summaries.end()) {
+      Summarize(&e);
+      idle_summaries.emplace(key, e.summary);
+    } else {
+      e.summary = cached->second;
+      e.usage_key = key + "|" + UsageText(e.usage);
+    }
+    if (e.usage_key.empty()) e.usage_key = key + "|" + UsageText(e.usage);
+    view.hosts_.push_back(std::move(e));
+  }
+  view.Reindex();
+  return view;
+}
+
+const HostEntry* FleetView::Find(const std::string& name) const {
+  int i = IndexOf(name);
+  return i < 0 ? nullptr : &hosts_[i];
+}
+
+int FleetView::IndexOf(const std::string& name) const {
+  auto it = index_.find(name);
+  return it == index_.end() ? -1 : static_cast<int>(it->second);
+}
+
+std::string FleetView::Apply(size_t index, const placement::Placement& p) {
+  HostEntry& e = hosts_.at(index);
+  if (std::string err = e.usage.Apply(p); !err.empty()) return err;
+  ++e.record.generation;
+  Summarize(&e);
+  return "";
+}
+
+void FleetView::Upsert(HostEntry entry) {
+  int i = IndexOf(entry.record.name);
+  if (i >= 0) {
+    hosts_[i] = std::move(entry);
+    return;
+  }
+  hosts_.push_back(std::move(entry));
+  std::sort(hosts_.begin(), hosts_.end(),
+            [](const HostEntry& a, const HostEntry& b) { return a.record.name < b.record.name; });
+  Reindex();
+}
+
+void FleetView::Remove(const std::string& name) {
+  int i = IndexOf(name);
+  if (i < 0) return;
+  hosts_.erase(hosts_.begin() + i);
+  Reindex();
+}
+
+void FleetView::Reindex() {
+  index_.clear();
+  for (size_t i = 0; i < hosts_.size(); ++i) index_[hosts_[i].record.name] = i;
+}
+
+}  // namespace accel::fleet

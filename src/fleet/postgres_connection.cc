@@ -1,0 +1,129 @@
+// The PostgreSQL engine of the fleet store (postgresql://...), through libpqxx 6.4.
+//
+// Statements run in a pqxx::nontransaction, with BEGIN/COMMIT sent as SQL, so the store's code
+// is the same on both engines. A broken connection is dropped; the next call connects again, so
+// a database restart fails the requests made during it and nothing after.
+#include <pqxx/pqxx>
+
+#include <memory>
+#include <string>
+
+#include "common/error.h"
+#include "fleet/sql_connection.h"
+
+namespace accel::fleet {
+
+namespace {
+
+constexpr const char* kReachHint =
+    "check that the server is up and the URL (host, port, dbname, user) is right; "
+    "accel connects again on the next request";
+
+class PostgresConnection final : public SqlConnection {
+ public:
+  PostgresConnection(std::string conninfo, std::string url)
+      : conninfo_(std::move(conninfo)), url_(std::move(url)) {
+    Connect();
+  }
+
+  SqlEngine engine() const override { return SqlEngine::kPostgres; }
+  const std::string& url() const override { return url_; }
+
+  SqlResult Exec(const std::string& sql, const std::vector<SqlValue>& params) override {
+    Connect();
+    std::vector<const char*> values;
+    values.reserve(params.size());
+    for (const SqlValue& v : params) values.push_back(v ? v->c_str() : nullptr);
+    try {
+      pqxx::nontransaction tx(*conn_);
+      pqxx::result r = values.empty()
+                           ? tx.exec(sql)
+                           : tx.exec_params(sql, pqxx::prepare::make_dynamic_params(values));
+      SqlResult result;
+      result.affected = static_cast<long>(r.affected_rows());
+      result.rows.reserve(r.size());
+      for (const pqxx::row& row : r) {
+        SqlRow out(row.size());
+        for (pqxx::row::size_type c = 0; c < row.size(); ++c)
+          if (!row[c].is_null()) out[c] = std::string(row[c].c_str(), row[c].size());
+        result.rows.push_back(std::move(out));
+      }
+      return result;
+    } catch (const pqxx::integrity_constraint_violation& e) {
+      throw SqlConstraintError(e.what());
+    } catch (const pqxx::broken_connection& e) {
+      Drop();
+      throw SystemError("lost the connection to the store", url_, Trimmed(e.what()), kReachHint);
+    } catch (const pqxx::in_doubt_error& e) {
+      Drop();
+      throw SystemError("lost the connection to the store during a commit", url_, Trimmed(e.what()),
+                        "the last change may or may not have been made; `accel fleet claims` shows");
+    } catch (const pqxx::undefined_table& e) {
+      throw InputError(url_, "", "is not an accel store (" + Trimmed(e.what()) + ")",
+                       "run `accel fleet store migrate --store URL` on an empty database");
+    } catch (const pqxx::sql_error& e) {
+      // Server-side refusals (admin shutdown 57P01, serialization, disk full): the server's text.
+      const std::string state = e.sqlstate();
+      if (state.rfind("57", 0) == 0 || state.rfind("08", 0) == 0) Drop();
+      throw SystemError("the store refused a statement", url_,
+                        Trimmed(e.what()) + (state.empty() ? "" : " (SQLSTATE " + state + ")"));
+    } catch (const pqxx::failure& e) {
+      Drop();
+      throw SystemError("cannot use the store", url_, Trimmed(e.what()), kReachHint);
+    }
+  }
+
+  void Begin(bool /*write*/) override {
+    Exec("BEGIN", {});
+    in_transaction_ = true;
+  }
+  void Commit() override {
+    Exec("COMMIT", {});
+    in_transaction_ = false;
+  }
+  void Rollback() noexcept override {
+    in_transaction_ = false;
+    if (!conn_) return;  // the server rolled back when the connection died
+    try {
+      pqxx::nontransaction tx(*conn_);
+      tx.exec("ROLLBACK");
+    } catch (...) {
+      Drop();
+    }
+  }
+
+ private:
+  static std::string Trimmed(std::string s) {
+    while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+    return s;
+  }
+
+  void Connect() {
+    if (conn_ && conn_->is_open()) return;
+    // A new connection inside a transaction would run the rest of it outside one.
+    if (in_transaction_)
+      throw SystemError("lost the connection to the store in a transaction", url_,
+                        "the server rolled it back", kReachHint);
+    try {
+      conn_ = std::make_unique<pqxx::connection>(conninfo_);
+    } catch (const std::exception& e) {
+      conn_.reset();
+      throw SystemError("cannot connect to the store", url_, Trimmed(e.what()), kReachHint);
+    }
+  }
+
+  void Drop() noexcept { conn_.reset(); }
+
+  std::string conninfo_;
+  std::string url_;
+  std::unique_ptr<pqxx::connection> conn_;
+  bool in_transaction_ = false;  ///< between Begin and Commit/Rollback
+};
+
+}  // namespace
+
+std::unique_ptr<SqlConnection> OpenPostgres(const std::string& conninfo, const std::string& url) {
+  return std::make_unique<PostgresConnection>(conninfo, url);
+}
+
+}  // namespace accel::fleet
