@@ -97,9 +97,10 @@ void RegisterTopo(CLI::App& app, int* exit_code) {
       ->check(CLI::IsMember({"text", "json", "svg"}))
       ->capture_default_str();
   cmd->add_option("--state", opts->state,
-                  "Claim database (SQLite) whose claims on this host -o svg colours; default "
-                  "$ACCEL_STATE, /var/lib/accel/state.db as root, else ~/.local/state/accel/state.db. "
-                  "A missing file means no claims (it is not created)");
+                  "Claim database (SQLite) whose claims on this host -o svg colours. Without --state "
+                  "or --store: $ACCEL_FLEET_STORE, else $ACCEL_STATE, else /var/lib/accel/state.db as "
+                  "root, ~/.local/state/accel/state.db otherwise. A missing file means no claims (it is "
+                  "not created)");
   cmd->add_option("--store", opts->store,
                   "Fleet store URL instead of --state: sqlite:PATH or postgresql://... "
                   "(default $ACCEL_FLEET_STORE)");
