@@ -3,6 +3,8 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -56,6 +58,8 @@ const char* const kSchemaV2[] = {
     "  claim_id TEXT NOT NULL REFERENCES claims(id) ON DELETE CASCADE,"
     "  PRIMARY KEY (host, unit))",
     "CREATE INDEX claim_units_by_claim ON claim_units(claim_id)",
+    // Microseconds since the epoch: lists claims oldest first across processes and engines.
+    "ALTER TABLE claims ADD COLUMN created_us BIGINT NOT NULL DEFAULT 0",
     "INSERT INTO accel_schema(version) VALUES (2)",
 };
 
@@ -81,6 +85,12 @@ std::string NowUtc() {
 }
 
 int64_t NowUnix() { return static_cast<int64_t>(std::time(nullptr)); }
+
+std::string NowMicros() {
+  return std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count());
+}
 
 int64_t ToInt(const SqlValue& v) { return v ? std::stoll(*v) : 0; }
 
@@ -138,8 +148,8 @@ std::string LabelsJson(const Labels& labels) {
 // Inserts the claim row and one claim_units row per unit. Throws SqlConstraintError when a unit
 // is taken (or, once in 2^48, the id).
 void InsertClaim(SqlConnection& db, const Claim& c) {
-  db.Exec("INSERT INTO claims(id, host, flavor, created_at, placement) VALUES ($1, $2, $3, $4, $5)",
-          {c.id, c.host, c.flavor, c.created_at, placement::WritePlacementJson(c.placement)});
+  db.Exec("INSERT INTO claims(id, host, flavor, created_at, placement, created_us) VALUES ($1, $2, $3, $4, $5, $6)",
+          {c.id, c.host, c.flavor, c.created_at, placement::WritePlacementJson(c.placement), NowMicros()});
   const std::vector<std::string> units = UnitsOf(c.placement);
   // Multi-row inserts of at most 200 units keep statements (and the statement cache) small.
   for (size_t start = 0; start < units.size(); start += 200) {
@@ -229,14 +239,16 @@ std::unique_ptr<FleetStore> FleetStore::Open(const std::string& url) {
 
 int FleetStore::SchemaVersion() {
   SqlConnection& db = *db_;
+  // SQLite files also carry the version in PRAGMA user_version (accel's first claim store kept
+  // it only there); the larger of the two wins, so a newer accel's file is never mistaken.
+  int user_version = 0;
+  if (db.engine() == SqlEngine::kSqlite)
+    user_version = static_cast<int>(ToInt(db.Exec("PRAGMA user_version").rows.at(0).at(0)));
   if (TableExists(db, "accel_schema")) {
     SqlResult r = db.Exec("SELECT max(version) FROM accel_schema");
-    return static_cast<int>(ToInt(r.rows.at(0).at(0)));
+    return std::max(user_version, static_cast<int>(ToInt(r.rows.at(0).at(0))));
   }
-  if (db.engine() == SqlEngine::kSqlite) {
-    int user_version = static_cast<int>(ToInt(db.Exec("PRAGMA user_version").rows.at(0).at(0)));
-    if (user_version > 1) return user_version;  // a newer accel that keeps its version here
-  }
+  if (user_version > 1) return user_version;
   if (!TableExists(db, "claims")) return 0;
   try {
     db.Exec("SELECT id, host, flavor, created_at, placement FROM claims WHERE 1 = 0");
@@ -445,7 +457,7 @@ FleetSnapshot FleetStore::Snapshot() {
   for (const HostRecord& h : snap.hosts)
     if (!snap.topologies.count(h.topology_id)) snap.topologies[h.topology_id] = Topology(h.topology_id);
   for (const SqlRow& row :
-       db.Exec("SELECT id, host, flavor, created_at, placement FROM claims ORDER BY created_at, id").rows)
+       db.Exec("SELECT id, host, flavor, created_at, placement FROM claims ORDER BY created_us, created_at, id").rows)
     snap.claims.push_back(ClaimFromRow(url(), row));
   tx.Commit();
   return snap;
@@ -455,7 +467,7 @@ FleetSnapshot FleetStore::Snapshot() {
 
 placement::HostUsage FleetStore::UsageOf(const std::string& host) {
   SqlResult rows = db_->Exec(
-      "SELECT id, host, flavor, created_at, placement FROM claims WHERE host = $1 ORDER BY created_at, id",
+      "SELECT id, host, flavor, created_at, placement FROM claims WHERE host = $1 ORDER BY created_us, created_at, id",
       {host});
   placement::HostUsage usage;
   for (const SqlRow& row : rows.rows) {
@@ -519,10 +531,10 @@ bool FleetStore::Release(const std::string& id) {
 
 std::vector<Claim> FleetStore::ListClaims(const std::optional<std::string>& host) {
   SqlResult r = host ? db_->Exec("SELECT id, host, flavor, created_at, placement FROM claims "
-                                 "WHERE host = $1 ORDER BY created_at, id",
+                                 "WHERE host = $1 ORDER BY created_us, created_at, id",
                                  {*host})
                      : db_->Exec("SELECT id, host, flavor, created_at, placement FROM claims "
-                                 "ORDER BY created_at, id");
+                                 "ORDER BY created_us, created_at, id");
   std::vector<Claim> claims;
   for (const SqlRow& row : r.rows) claims.push_back(ClaimFromRow(url(), row));
   return claims;
@@ -542,7 +554,7 @@ std::vector<std::string> FleetStore::Audit() {
   std::map<std::string, placement::HostUsage> usage;
   std::map<std::pair<std::string, std::string>, std::string> expected_units;  // (host, unit) -> claim
   for (const SqlRow& row :
-       db.Exec("SELECT id, host, flavor, created_at, placement FROM claims ORDER BY created_at, id").rows) {
+       db.Exec("SELECT id, host, flavor, created_at, placement FROM claims ORDER BY created_us, created_at, id").rows) {
     Claim c = ClaimFromRow(url(), row);
     if (std::string overlap = usage[c.host].Apply(c.placement); !overlap.empty())
       problems.push_back("host " + c.host + ": claim " + c.id + " double-books: " + overlap);

@@ -290,7 +290,7 @@ TEST_F(ClaimStoreTest, CorruptFileIsAnInputErrorNamingThePath) {
     FleetStore::Open("sqlite:" + std::string(path_));
     FAIL() << "expected InputError";
   } catch (const InputError& e) {
-    EXPECT_EQ(e.where(), path_);
+    EXPECT_NE(e.where().find(path_), std::string::npos) << e.what();
     EXPECT_NE(e.hint().find("move the file aside"), std::string::npos) << e.what();
   }
 }
@@ -325,7 +325,7 @@ TEST_F(ClaimStoreTest, UnreadableStoredPlacementNamesTheClaim) {
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
   ASSERT_EQ(sqlite3_exec(db,
-                         "INSERT INTO claims VALUES('c-bad000000000', 'h', 'f', "
+                         "INSERT INTO claims(id, host, flavor, created_at, placement) VALUES('c-bad000000000', 'h', 'f', "
                          "'2024-01-01T00:00:00Z', '{\"schema\": 1}')",
                          nullptr, nullptr, nullptr),
             SQLITE_OK);
