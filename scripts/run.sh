@@ -2,7 +2,7 @@
 # The main job: set up and build, show this host's topology, then place the example flavors on
 # this host and on the HGX H100 fixture (a no-fit on a host without GPUs is an answer, not a failure),
 # run the exporter once, show MIG layouts / validation / a plan, the training-fabric tools (doctor,
-# GPU<->NIC pairing, NCCL settings, tune plan), then run the node agent, `accel serve`, which stays
+# GPU<->NIC pairing, NCCL settings, tune plan), a small fleet of the fixtures with its capacity, then run the node agent, `accel serve`, which stays
 # in the foreground (ACCEL_RUN_ONCE=1: once, then exit).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -55,6 +55,21 @@ echo; echo "== accel fabric env on $hgx (NCCL/UCX settings of a training pod)"
 echo; echo "== accel tune plan on $hgx for examples/flavors/gpu-1g.yaml (kernel args, hugepages, CPU sets)"
 "$accel" tune plan -t "$hgx" --flavors examples/flavors/gpu-1g.yaml \
   --aliases examples/flavors/aliases.json | sed -n '1,12p'
+
+echo; echo "== accel fleet: a small fleet of the fixtures in a fresh SQLite store (docs/fleet.md)"
+export ACCEL_FLEET_STORE="sqlite:$(dirname "$state")/fleet.db"
+for i in 1 2 3; do
+  "$accel" fleet host add --topology fixtures/hosts/hgx-h100.json --name "h100-0$i" --label az=a --label gpu=h100 >/dev/null
+done
+"$accel" fleet host add --topology fixtures/hosts/hgx-h200.json --name h200-01 --label az=b --label gpu=h200 >/dev/null
+"$accel" fleet host add --topology fixtures/hosts/epyc-nps4-mi300x.json --name mi300x-01 --label az=b --label gpu=mi300x >/dev/null
+"$accel" fleet host add --topology fixtures/hosts/gaudi2-8hpu.json --name gaudi2-01 --label az=b --state maintenance >/dev/null
+"$accel" fleet place --flavor examples/flavors/gpu-4-2cell.yaml --aliases examples/flavors/aliases.json \
+  --count 2 --claim -o json | grep -E '"(host|claim|placed)"'
+"$accel" fleet host list
+"$accel" fleet capacity --flavor examples/flavors/gpu-1g.yaml --flavor examples/flavors/gpu-4-2cell.yaml \
+  --flavor examples/flavors/numa2.yaml --aliases examples/flavors/aliases.json --group-by az
+unset ACCEL_FLEET_STORE
 
 if [ -f "$fake" ]; then
   echo; echo "== accel serve --once on the fake NVML (8 x H100, 4 in MIG mode), time-slicing config"
