@@ -27,7 +27,9 @@ PACKAGES=(g++ cmake ninja-build pkg-config
   #   libxml2-utils    xmllint (libvirt XML well-formedness)
   #   prometheus       /usr/bin/prometheus (end-to-end scrapes) and /usr/bin/promtool (lint, rules)
   #   chromium         headless, loads the fleet page of a running `accel fleet serve`
-  python3 libvirt-clients libxml2-utils prometheus chromium
+  #   python3-jsonschema, python3-yaml  check the fleet API's responses against docs/fleet-api.yaml
+  #                    and generated Kubernetes objects with ../shared/crds/validate.py
+  python3 libvirt-clients libxml2-utils prometheus chromium python3-jsonschema python3-yaml
   # fuzz targets (scripts/fuzz.sh): clang's libFuzzer
   clang libclang-rt-14-dev)
 

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "cli/table.h"
+#include "fleet/fleet_json.h"
 #include "common/yaml_out.h"
 #include "placement/placement_json.h"
 
@@ -51,28 +52,11 @@ std::string ClaimsTable(const std::vector<fleet::Claim>& claims) {
   return FormatTable(rows);
 }
 
-nlohmann::ordered_json ClaimsJson(const std::vector<fleet::Claim>& claims) {
-  nlohmann::ordered_json list = nlohmann::ordered_json::array();
-  for (const fleet::Claim& c : claims) {
-    nlohmann::ordered_json j;
-    j["id"] = c.id;
-    j["host"] = c.host;
-    j["flavor"] = c.flavor;
-    j["created_at"] = c.created_at;
-    j["placement"] = placement::PlacementToJson(c.placement);
-    list.push_back(std::move(j));
-  }
-  nlohmann::ordered_json doc;
-  doc["schema"] = "accel.claims/v1";
-  doc["claims"] = std::move(list);
-  return doc;
-}
-
 void PrintClaims(const std::vector<fleet::Claim>& claims, const std::string& output, const std::string& store) {
   if (output == "json") {
-    std::cout << ClaimsJson(claims).dump(2) << "\n";
+    std::cout << fleet::ClaimsJson(claims).dump(2) << "\n";
   } else if (output == "yaml") {
-    std::cout << ToYaml(ClaimsJson(claims));
+    std::cout << ToYaml(fleet::ClaimsJson(claims));
   } else if (claims.empty()) {
     std::cout << "no claims in " << store << "\n";
   } else {

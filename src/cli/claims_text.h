@@ -1,5 +1,5 @@
-// Claims as people and programs read them: the table of `accel claims` / `accel fleet claims`
-// and the accel.claims/v1 JSON document.
+// Claims as people read them: the table of `accel claims` / `accel fleet claims`; JSON and
+// YAML from fleet::ClaimsJson (fleet/fleet_json.h).
 #pragma once
 
 #include <string>
@@ -13,9 +13,6 @@ namespace accel::cli {
 
 /// Aligned table: ID, HOST, FLAVOR, CREATED, NODES, CPUS, DEVICES.
 std::string ClaimsTable(const std::vector<fleet::Claim>& claims);
-
-/// {"schema": "accel.claims/v1", "claims": [{id, host, flavor, created_at, placement}]}
-nlohmann::ordered_json ClaimsJson(const std::vector<fleet::Claim>& claims);
 
 /// Prints `claims` as `output` ("table", "json" or "yaml"); an empty table says
 /// "no claims in STORE".

@@ -21,6 +21,9 @@ void RegisterFleet(CLI::App& app, int* exit_code);    ///< accel fleet host|plac
 /// `accel mig apply`, added under the `mig` subcommand by RegisterMig.
 void RegisterMigApply(CLI::App* mig, int* exit_code);
 
+/// `accel fleet serve`, added under `fleet` by RegisterFleet.
+void RegisterFleetServe(CLI::App* fleet, int* exit_code);
+
 /// `accel fabric env|pod|topo-xml|netconf`, added under `fabric` by RegisterFabric.
 void RegisterFabricOutputs(CLI::App* fabric, int* exit_code);
 

@@ -53,10 +53,20 @@ int SignalLoop(const sigset_t& signals, const DaemonSpec& spec, agent::Agent* ag
 
 }  // namespace
 
+sigset_t PrepareDaemonProcess() {
+  TuneAllocatorForALongRunningProcess();
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  return signals;
+}
+
 int RunDaemon(const DaemonSpec& spec) {
   const std::string prefix = spec.name + ": ";
   agent::Agent::Log log = [prefix](const std::string& line) { std::cerr << prefix << line << "\n"; };
-  TuneAllocatorForALongRunningProcess();
   agent::AgentConfig config;
   try {
     config = spec.load();
@@ -64,12 +74,7 @@ int RunDaemon(const DaemonSpec& spec) {
     log(e.what());
     return ExitCodeFor(e);
   }
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGHUP);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // before any thread starts
+  const sigset_t signals = PrepareDaemonProcess();  // before any thread starts
 
   auto agent = std::make_unique<agent::Agent>(log);
   try {

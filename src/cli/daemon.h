@@ -3,6 +3,8 @@
 // and a hung vendor library alike.
 #pragma once
 
+#include <signal.h>
+
 #include <functional>
 #include <string>
 
@@ -19,6 +21,11 @@ struct DaemonSpec {
   /// Start, call `once` with the running agent, stop, exit — instead of serving until a signal.
   std::function<void(agent::Agent&)> once;
 };
+
+/// Blocks SIGINT, SIGTERM and SIGHUP in the calling thread (and so in every thread started
+/// after), and tunes glibc's allocator for a long-running process. Returns the blocked set, for
+/// sigwait. Call before starting any thread: `accel fleet serve` uses it too.
+sigset_t PrepareDaemonProcess();
 
 /// Runs the agent described by `spec` until SIGINT/SIGTERM (or `once` returns):
 ///   - tunes glibc's allocator for a long-running process with a few busy threads;

@@ -19,7 +19,9 @@
 #include "common/yaml_out.h"
 #include "fleet/capacity.h"
 #include "fleet/claimer.h"
+#include "fleet/fleet_json.h"
 #include "fleet/fleet_store.h"
+#include "fleet/placing.h"
 #include "fleet/fleet_view.h"
 #include "fleet/host_policy_file.h"
 #include "fleet/labels.h"
@@ -101,25 +103,6 @@ struct HostOptions {
   std::vector<std::string> where;
 };
 
-nlohmann::ordered_json HostJson(const fleet::HostEntry& e, int64_t now) {
-  const fleet::HostRecord& r = e.record;
-  nlohmann::ordered_json j;
-  j["name"] = r.name;
-  j["state"] = fleet::HostAdminStateName(r.state);
-  j["stale"] = fleet::IsStale(r, now);
-  j["labels"] = nlohmann::ordered_json::object();
-  for (const auto& [k, v] : r.labels) j["labels"][k] = v;
-  j["topology"] = r.topology_id;
-  j["policy"] = fleet::HostPolicyToJson(r.policy);
-  j["generation"] = r.generation;
-  j["heartbeat_at"] = r.heartbeat_at ? nlohmann::ordered_json(*r.heartbeat_at) : nlohmann::ordered_json();
-  j["updated_at"] = r.updated_at;
-  j["accelerators"] = {{"free", e.summary.free_accelerators}, {"total", e.summary.total_accelerators}};
-  j["pinnable_cpus"] = {{"free", e.summary.free_pinnable_cpus}, {"total", e.summary.total_pinnable_cpus}};
-  j["claims"] = e.claims;
-  return j;
-}
-
 std::string HostState(const fleet::HostRecord& r, int64_t now) {
   std::string s = fleet::HostAdminStateName(r.state);
   return fleet::IsStale(r, now) ? s + ",stale" : s;
@@ -147,7 +130,7 @@ void PrintHost(FleetStore& store, const std::string& name, const std::string& ou
   const fleet::HostEntry* e = view.Find(name);
   if (!e) throw InputError("NAME", "", "no host '" + name + "' in " + store.url(), "`accel fleet host list` shows the fleet");
   if (output != "table") {
-    Emit(HostJson(*e, view.taken_at()), output);
+    Emit(fleet::HostJson(*e, view.taken_at()), output);
     return;
   }
   const fleet::HostRecord& r = e->record;
@@ -201,7 +184,7 @@ int HostList(const HostOptions& o) {
     doc["schema"] = "accel.fleet-hosts/v1";
     doc["hosts"] = nlohmann::ordered_json::array();
     for (const fleet::HostEntry& e : view.hosts())
-      if (fleet::MatchesAll(where, e.record.labels)) doc["hosts"].push_back(HostJson(e, view.taken_at()));
+      if (fleet::MatchesAll(where, e.record.labels)) doc["hosts"].push_back(fleet::HostJson(e, view.taken_at()));
     Emit(doc, o.output);
     return kExitOk;
   }
@@ -336,37 +319,17 @@ int Place(const PlaceOptions& o) {
   so.alternates = o.alternates;
   so.tiebreak_seed = o.seed;
   auto store = FleetStore::Open(StoreOrDefault(o.store));
-
-  fleet::ScheduleResult decision;
-  fleet::ClaimOutcome claimed;
-  int retries = 0, rounds = 0;
-  std::vector<std::string> conflicts;
   fleet::FleetView view;
-  // Claim on the chosen host or its ranked alternates; only when every candidate of an instance
-  // was taken meanwhile, look at the fleet again (at most 3 times).
-  for (rounds = 1;; ++rounds) {
+  // Each round looks at the fleet as the store has it now.
+  fleet::PlaceOutcome outcome = fleet::PlaceInFleet(o.claim ? store.get() : nullptr, [&] {
     view = LoadView(*store);
-    decision = fleet::Schedule(view, req, so);
-    if (!decision.all_placed || !o.claim) break;
-    claimed = fleet::ClaimDecision(*store, decision);
-    retries += claimed.retries;
-    conflicts.insert(conflicts.end(), claimed.conflicts.begin(), claimed.conflicts.end());
-    if (claimed.committed || rounds == 3) break;
-  }
-  const bool placed = decision.all_placed && (!o.claim || claimed.committed);
-
-  // What was placed: the claimed candidates, or the decision's chosen ones.
-  std::vector<fleet::Candidate> where_placed;
-  std::vector<std::string> ids;
-  if (o.claim && claimed.committed) {
-    for (const fleet::ClaimedInstance& c : claimed.instances) {
-      where_placed.push_back(c.where);
-      ids.push_back(c.claim_id);
-    }
-  } else if (!o.claim) {
-    for (const fleet::InstanceDecision& d : decision.instances) where_placed.push_back(d.chosen);
-  }
-  if (!placed) where_placed.clear();
+    return fleet::Schedule(view, req, so);
+  });
+  const bool placed = outcome.placed;
+  const std::vector<fleet::Candidate>& where_placed = outcome.instances;
+  const std::vector<std::string>& ids = outcome.claim_ids;
+  const fleet::ScheduleResult& decision = outcome.decision;
+  const int retries = outcome.retries;
 
   if (o.output == "libvirt") {
     if (!placed) {
@@ -393,7 +356,7 @@ int Place(const PlaceOptions& o) {
       std::cout << RenderPlacementText(hw, req, pr, k < ids.size() ? ids[k] : "", store->url());
     }
     if (!placed) {
-      std::cout << req.flavor << ": " << (decision.all_placed ? "placed, but every candidate host was taken by other schedulers"
+      std::cout << req.flavor << ": " << (outcome.lost_race ? "placed, but every candidate host was taken by other schedulers"
                                                                : std::to_string(decision.instances.size()) + " of " +
                                                                      std::to_string(o.count) + " instances fit; nothing placed")
                 << "\n";
@@ -402,29 +365,7 @@ int Place(const PlaceOptions& o) {
     if (o.claim && retries > 0) std::cout << "claim retries: " << retries << " (another scheduler took a host first)\n";
     return placed ? kExitOk : kExitNoFit;
   }
-  nlohmann::ordered_json doc;
-  doc["schema"] = "accel.fleet-placement/v1";
-  doc["flavor"] = req.flavor;
-  doc["count"] = o.count;
-  doc["placed"] = placed;
-  doc["instances"] = nlohmann::ordered_json::array();
-  for (size_t k = 0; k < where_placed.size(); ++k) {
-    nlohmann::ordered_json i;
-    i["host"] = where_placed[k].host;
-    if (k < ids.size()) i["claim"] = ids[k];
-    i["placement"] = placement::PlacementToJson(where_placed[k].placement);
-    doc["instances"].push_back(std::move(i));
-  }
-  if (o.claim) {
-    doc["retries"] = retries;
-    doc["conflicts"] = conflicts;
-  }
-  if (!placed) {
-    doc["why_not"] = nlohmann::ordered_json::array();
-    for (const fleet::CauseCount& c : decision.why_not)
-      doc["why_not"].push_back({{"cause", c.cause}, {"hosts", c.hosts}, {"example", c.example}});
-  }
-  doc["hosts_ranked"] = decision.hosts_ranked;
+  nlohmann::ordered_json doc = fleet::PlaceOutcomeJson(outcome, req.flavor, o.count, o.claim);
   Emit(doc, o.output);
   return placed ? kExitOk : kExitNoFit;
 }
@@ -450,25 +391,7 @@ int CapacityCmd(const CapacityCmdOptions& o) {
   fleet::FleetView view = LoadView(*store);
   fleet::CapacityReport report = fleet::Capacity(view, requests, co);
   if (o.output != "table") {
-    nlohmann::ordered_json doc;
-    doc["schema"] = "accel.fleet-capacity/v1";
-    doc["hosts"] = report.eligible_hosts;
-    doc["flavors"] = nlohmann::ordered_json::array();
-    for (const fleet::FlavorCapacity& f : report.flavors) {
-      nlohmann::ordered_json j;
-      j["flavor"] = f.flavor;
-      j["count"] = f.count;
-      j["runs_out_first"] = f.runs_out_first;
-      j["stops_on"] = f.stops_on;
-      if (!co.group_by.empty()) j["by_" + co.group_by] = f.by_group;
-      doc["flavors"].push_back(std::move(j));
-    }
-    doc["stranded_accelerators"] = report.stranded_accelerators;
-    doc["stranded"] = nlohmann::ordered_json::array();
-    for (const fleet::StrandedHost& s : report.stranded)
-      doc["stranded"].push_back({{"host", s.host}, {"free_accelerators", s.free_accelerators},
-                                 {"stranded", s.stranded}, {"reason", s.reason}});
-    Emit(doc, o.output);
+    Emit(fleet::CapacityJson(report, co.group_by), o.output);
     return kExitOk;
   }
   std::vector<std::vector<std::string>> rows;
@@ -650,6 +573,7 @@ void RegisterFleet(CLI::App& app, int* exit_code) {
   fleet_cmd->require_subcommand(1);
   RegisterHost(fleet_cmd, exit_code);
   RegisterPlaceAndClaims(fleet_cmd, exit_code);
+  RegisterFleetServe(fleet_cmd, exit_code);
 }
 
 }  // namespace accel::cli

@@ -54,8 +54,10 @@ constexpr char kIndexPage[] =
 // A request head must fit here (else 431); it is also the buffer request bodies are read into
 // and discarded from.
 constexpr size_t kMaxRequestHead = 16 * 1024;
-// Request bodies are never used; a bigger one is refused (413) rather than read.
+// Pages and /metrics use no body; a bigger one is refused (413) rather than read. Handlers
+// (AddHandler) get bodies up to kMaxHandlerBody.
 constexpr size_t kMaxRequestBody = 64 * 1024;
+constexpr size_t kMaxHandlerBody = 1024 * 1024;
 // Accepted connections waiting for a worker; beyond this new ones are closed at once.
 constexpr size_t kMaxQueued = 64;
 // Prometheus scrapes every 15 s or more, so a longer keep-alive would not save it a connection,
@@ -205,6 +207,11 @@ struct MetricsServer::Impl {
   bool SkipBody(HttpStream& stream, WorkerBuffers& buffers, size_t* have, size_t head_size,
                 uint64_t body_size, Clock::time_point deadline);
   Response Route(const RequestHead& request);
+  /// The handler for `path`, or nullptr (longest prefix wins).
+  const Handler* HandlerFor(std::string_view path) const;
+  bool ReadBody(HttpStream& stream, WorkerBuffers& buffers, size_t* have, size_t head_size,
+                uint64_t body_size, Clock::time_point deadline, std::string* body);
+  Response Handle(const RequestHead& request, const Handler& handler, std::string body);
   Response ServeMetrics(const RequestHead& request);
   std::shared_ptr<const std::string> Gzipped(const std::shared_ptr<const std::string>& text);
   bool Send(HttpStream& stream, WorkerBuffers& buffers, const Response& response, bool head_only,
@@ -224,6 +231,8 @@ struct MetricsServer::Impl {
   std::string configured_headers;  // "Name: value\r\n" for each configured header
   /// AddPage's pages by path: content type and body. Written only before Start.
   std::map<std::string, std::pair<std::string, std::shared_ptr<const std::string>>> pages;
+  /// AddHandler's handlers by path prefix. Written only before Start.
+  std::map<std::string, Handler, std::less<>> handlers;
 
   std::mutex lifecycle_mu;  // serializes Start and Stop
   bool running = false;     // guarded by lifecycle_mu
@@ -341,7 +350,8 @@ void MetricsServer::Impl::Serve(int fd, WorkerBuffers& buffers) {
     if (request.has_transfer_encoding) {
       return Refuse(stream, buffers, 411, "a request body needs a Content-Length\n");
     }
-    if (request.content_length > kMaxRequestBody) {
+    const Handler* handler = HandlerFor(request.path);
+    if (request.content_length > (handler ? kMaxHandlerBody : kMaxRequestBody)) {
       return Refuse(stream, buffers, 413, "request body too large\n");
     }
     const bool head_only = request.method == "HEAD";
@@ -350,9 +360,22 @@ void MetricsServer::Impl::Serve(int fd, WorkerBuffers& buffers) {
                             !stopping;
     // 0: no Connection header (HTTP/1.1 keep-alive), 1: "keep-alive" (HTTP/1.0), -1: "close".
     const int connection = !keep_alive ? -1 : request.minor_version == 0 ? 1 : 0;
-    // Route reads the head's views; the body is skipped (over those bytes) only afterwards.
-    Response response = Route(request);
-    if (!SkipBody(stream, buffers, &have, head_size, request.content_length, deadline)) return;
+    Response response;
+    if (handler != nullptr) {
+      // The head's views die when the body is read over them: copy what the handler needs first.
+      RequestHead copy = request;
+      std::string method(request.method), target(request.target), path(request.path);
+      copy.method = method;
+      copy.target = target;
+      copy.path = path;
+      std::string body;
+      if (!ReadBody(stream, buffers, &have, head_size, request.content_length, deadline, &body)) return;
+      response = Handle(copy, *handler, std::move(body));
+    } else {
+      // Route reads the head's views; the body is skipped (over those bytes) only afterwards.
+      response = Route(request);
+      if (!SkipBody(stream, buffers, &have, head_size, request.content_length, deadline)) return;
+    }
     if (!Send(stream, buffers, response, head_only, connection) || !keep_alive) return;
   }
 }
@@ -372,6 +395,89 @@ bool MetricsServer::Impl::SkipBody(HttpStream& stream, WorkerBuffers& buffers, s
   std::memmove(in, in + consumed, *have - consumed);
   *have -= consumed;
   return true;
+}
+
+// Like SkipBody, but keeps the body's bytes in *body.
+bool MetricsServer::Impl::ReadBody(HttpStream& stream, WorkerBuffers& buffers, size_t* have,
+                                   size_t head_size, uint64_t body_size, Clock::time_point deadline,
+                                   std::string* body) {
+  char* in = buffers.in.data();
+  const size_t wanted = static_cast<size_t>(body_size);
+  body->clear();
+  body->reserve(wanted);
+  size_t start = head_size;  // where the body's bytes begin in `in`
+  while (body->size() < wanted) {
+    if (*have > start) {
+      const size_t take = std::min(*have - start, wanted - body->size());
+      body->append(in + start, take);
+      start += take;
+      continue;
+    }
+    *have = stream.Read(in, kMaxRequestHead, deadline, false);
+    start = 0;
+    if (*have == 0) return false;
+  }
+  std::memmove(in, in + start, *have - start);
+  *have -= start;
+  return true;
+}
+
+const MetricsServer::Handler* MetricsServer::Impl::HandlerFor(std::string_view path) const {
+  if (path == "/metrics" || path == "/health") return nullptr;
+  const Handler* best = nullptr;
+  size_t best_length = 0;
+  for (const auto& [prefix, handler] : handlers) {
+    const bool match = prefix == "/" || path == prefix ||
+                       (path.size() > prefix.size() && path.substr(0, prefix.size()) == prefix &&
+                        path[prefix.size()] == '/');
+    if (match && (best == nullptr || prefix.size() > best_length)) {
+      best = &handler;
+      best_length = prefix.size();
+    }
+  }
+  return best;
+}
+
+const char* StaticContentType(const std::string& type) {
+  static const char* const kKnown[] = {"application/json", "text/html; charset=utf-8", "image/svg+xml",
+                                       "text/plain; charset=utf-8", "application/yaml"};
+  for (const char* known : kKnown)
+    if (type == known) return known;
+  return "application/octet-stream";
+}
+
+const char* StaticAllow(const std::string& allow) {
+  static const char* const kKnown[] = {"Allow: GET, HEAD", "Allow: POST", "Allow: GET, HEAD, POST",
+                                       "Allow: DELETE", "Allow: GET, HEAD, DELETE"};
+  for (const char* known : kKnown)
+    if (allow == known + 7) return known;
+  return "Allow: GET, HEAD, POST, DELETE";
+}
+
+Response MetricsServer::Impl::Handle(const RequestHead& request, const Handler& handler, std::string body) {
+  try {
+    if (!Authorized(request)) {
+      Response r = Text(401, "Unauthorized\n");
+      r.extra = "WWW-Authenticate: Basic realm=\"accel\"";
+      return r;
+    }
+    Request req;
+    req.method = std::string(request.method);
+    req.path = std::string(request.path);
+    const size_t q = request.target.find('?');
+    if (q != std::string_view::npos) req.query = std::string(request.target.substr(q + 1));
+    req.body = std::move(body);
+    Reply reply = handler(req);
+    Response r;
+    r.status = reply.status;
+    r.content_type = StaticContentType(reply.content_type);
+    if (!reply.allow.empty()) r.extra = StaticAllow(reply.allow);
+    r.owner = std::make_shared<const std::string>(std::move(reply.body));
+    r.body = *r.owner;
+    return r;
+  } catch (...) {
+    return Text(500, "internal error\n");  // the text may name files or hosts: keep it in
+  }
 }
 
 Response MetricsServer::Impl::Route(const RequestHead& request) {
@@ -475,6 +581,12 @@ void MetricsServer::AddPage(const std::string& path, const std::string& content_
   std::lock_guard<std::mutex> lock(impl_->lifecycle_mu);
   if (impl_->running) throw std::logic_error("MetricsServer::AddPage after Start");
   impl_->pages[path] = {content_type, std::make_shared<const std::string>(std::move(body))};
+}
+
+void MetricsServer::AddHandler(const std::string& prefix, Handler handler) {
+  std::lock_guard<std::mutex> lock(impl_->lifecycle_mu);
+  if (impl_->running) throw std::logic_error("MetricsServer::AddHandler after Start");
+  impl_->handlers[prefix] = std::move(handler);
 }
 
 void MetricsServer::Start(const ListenAddress& address) {

@@ -28,6 +28,27 @@ class MetricsServer {
   /// Returns whether the exporter is healthy (/health answers 200 "OK", else 503).
   using HealthSource = std::function<bool()>;
 
+  /// A request a Handler answers: the method, the path without the query, the query (after
+  /// '?', undecoded) and the whole body (at most 1 MiB; bigger ones get 413 unread).
+  struct Request {
+    std::string method;
+    std::string path;
+    std::string query;
+    std::string body;
+  };
+  /// A Handler's answer. content_type: "application/json", "text/html; charset=utf-8",
+  /// "image/svg+xml", "text/plain; charset=utf-8" or "application/yaml" (anything else is sent
+  /// as application/octet-stream). allow: the Allow header of a 405, else "".
+  struct Reply {
+    int status = 200;
+    std::string content_type = "application/json";
+    std::string body;
+    std::string allow;
+  };
+  /// Answers one request; called from the worker threads concurrently, so it must be
+  /// thread-safe. An exception becomes a 500 whose body names no detail.
+  using Handler = std::function<Reply(const Request&)>;
+
   /// Nothing is bound until Start. `config` must come from LoadWebConfig/ParseWebConfig.
   MetricsServer(WebConfig config, BodySource body, HealthSource health);
   /// Calls Stop.
@@ -40,6 +61,12 @@ class MetricsServer {
   /// Content-Type, e.g. the node agent's /topology. Call before Start; a second call for the same
   /// path replaces the page. Throws std::logic_error when already started.
   void AddPage(const std::string& path, const std::string& content_type, std::string body);
+
+  /// Hands every request whose path is `prefix` or starts with `prefix` + "/" (any method, with
+  /// its body) to `handler`, after authentication; the longest matching prefix wins; "/" takes
+  /// everything not otherwise served. /metrics and /health stay the server's own. Call before
+  /// Start; throws std::logic_error when already started.
+  void AddHandler(const std::string& prefix, Handler handler);
 
   /// Binds `address` (an empty host = every interface, IPv6 and IPv4; port 0 = an ephemeral
   /// port) and serves on a background thread until Stop. Returns once the server accepts

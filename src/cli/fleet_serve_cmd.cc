@@ -1,0 +1,128 @@
+// accel fleet serve: the fleet scheduler service — fleet::FleetService behind accel's HTTP server
+// (the one `accel exporter` uses: same web config file for TLS and basic auth).
+#include <signal.h>
+
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "cli/daemon.h"
+#include "cli/exit_code.h"
+#include "common/error.h"
+#include "fleet/fleet_store.h"
+#include "fleet/service.h"
+#include "placement/flavor.h"
+#include "placement/pci_alias.h"
+#include "telemetry/http_server.h"
+#include "telemetry/listen_address.h"
+#include "telemetry/web_config.h"
+
+namespace accel::cli {
+
+namespace {
+
+struct FleetServeOptions {
+  std::string store;
+  std::string listen = ":9470";
+  std::string web_config;
+  std::vector<std::string> capacity_flavors;
+  std::string aliases;
+  int refresh_ms = 500;
+  int capacity_every_s = 30;
+  std::string seed;
+  bool once = false;
+};
+
+int Serve(const FleetServeOptions& o) {
+  auto log = [](const std::string& line) { std::cerr << "accel fleet serve: " << line << "\n"; };
+  fleet::ServiceOptions so;
+  std::unique_ptr<fleet::FleetService> service;
+  std::unique_ptr<telemetry::MetricsServer> server;
+  telemetry::ListenAddress address;
+  try {
+    so.store_url = o.store.empty() ? fleet::DefaultStoreUrl() : o.store;
+    so.refresh = std::chrono::milliseconds(o.refresh_ms);
+    so.capacity_every = std::chrono::milliseconds(1000LL * o.capacity_every_s);
+    so.seed = o.seed;
+    placement::PciAliasTable aliases;
+    if (!o.aliases.empty()) aliases = placement::LoadPciAliases(o.aliases);
+    for (const std::string& file : o.capacity_flavors)
+      for (const placement::Flavor& f : placement::LoadFlavors(file))
+        so.capacity_flavors.push_back(placement::BuildRequest(f, aliases, file + " (flavor " + f.name + ")"));
+    address = telemetry::ParseListenAddress(o.listen);
+    telemetry::WebConfig web = telemetry::LoadWebConfig(o.web_config);
+    service = std::make_unique<fleet::FleetService>(so);
+    fleet::FleetService* svc = service.get();
+    server = std::make_unique<telemetry::MetricsServer>(
+        std::move(web), [svc] { return std::make_shared<const std::string>(svc->Metrics()); }, [] { return true; });
+    server->AddHandler("/", [svc](const telemetry::MetricsServer::Request& r) {
+      fleet::ServiceReply reply = svc->Handle({r.method, r.path, r.query, r.body});
+      return telemetry::MetricsServer::Reply{reply.status, reply.content_type, std::move(reply.body), reply.allow};
+    });
+  } catch (const std::exception& e) {
+    log(e.what());
+    return ExitCodeFor(e);
+  }
+  const sigset_t signals = PrepareDaemonProcess();  // before the refresher and server threads
+  try {
+    server->Start(address);
+  } catch (const std::exception& e) {
+    log(e.what());
+    return ExitCodeFor(e);
+  }
+  service->Start();
+  log("serving the fleet of " + so.store_url + " on " + telemetry::FormatListenAddress(address) + " (port " +
+      std::to_string(server->port()) + "): API /api/v1, page /, metrics /metrics");
+  if (o.once) {
+    std::cout << service->Metrics();
+  } else {
+    for (;;) {
+      int sig = 0;
+      sigwait(&signals, &sig);
+      if (sig == SIGHUP) {
+        log(service->RefreshNow() ? "SIGHUP: read the store again" : "SIGHUP: the store cannot be reached");
+        continue;
+      }
+      log(std::string(sig == SIGTERM ? "SIGTERM" : "SIGINT") + ", stopping");
+      break;
+    }
+  }
+  server->Stop();
+  service->Stop();
+  return kExitOk;
+}
+
+}  // namespace
+
+void RegisterFleetServe(CLI::App* fleet_cmd, int* exit_code) {
+  auto o = std::make_shared<FleetServeOptions>();
+  CLI::App* cmd = fleet_cmd->add_subcommand(
+      "serve",
+      "Run the fleet scheduler service: the fleet in memory, kept current from the store (replicas\n"
+      "on one PostgreSQL see each other's claims within --refresh-ms), a JSON API (place + claim,\n"
+      "release, hosts, capacity, claims, filter; docs/fleet-api.yaml), /metrics for Prometheus and\n"
+      "a fleet page at /. TLS and basic auth from the web config file, as `accel exporter`.\n\n"
+      "Examples:\n"
+      "  accel fleet serve --store postgresql://accel@db/fleet --seed replica-a \\\n"
+      "      --capacity-flavor flavors.yaml --aliases aliases.json\n"
+      "  curl -s localhost:9470/api/v1/hosts | jq '.hosts[].name'\n"
+      "  curl -s -XPOST localhost:9470/api/v1/place -d '{\"flavor\": {...}, \"claim\": true}'\n\n"
+      "Exit status: 0 stopped by SIGINT/SIGTERM; 2 bad input (store URL, flavor, web config);\n"
+      "5 the system refused (cannot listen, store unreachable at start).");
+  cmd->add_option("--store", o->store, "fleet store URL (sqlite:PATH or postgresql://...); default $ACCEL_FLEET_STORE");
+  cmd->add_option("--web.listen-address", o->listen, "address to listen on, e.g. :9470, 127.0.0.1:0")->capture_default_str();
+  cmd->add_option("--web.config.file", o->web_config, "exporter-toolkit web config: TLS, client certificates, basic auth");
+  cmd->add_option("--capacity-flavor", o->capacity_flavors, "flavor file(s) whose capacity /metrics and the page report (repeat)");
+  cmd->add_option("--aliases", o->aliases, "Nova [pci]alias definitions for --capacity-flavor");
+  cmd->add_option("--refresh-ms", o->refresh_ms, "how often to read others' changes from the store")
+      ->check(CLI::Range(50, 600000))->capture_default_str();
+  cmd->add_option("--capacity-every", o->capacity_every_s, "seconds between capacity recomputations")
+      ->check(CLI::Range(1, 86400))->capture_default_str();
+  cmd->add_option("--seed", o->seed, "replica identity: orders equally good hosts differently per replica");
+  cmd->add_flag("--once", o->once, "start, print /metrics once, stop (for scripts and tests)");
+  cmd->callback([o, exit_code] { *exit_code = Serve(*o); });
+}
+
+}  // namespace accel::cli

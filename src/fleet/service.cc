@@ -1,0 +1,541 @@
+#include "fleet/service.h"
+
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "common/structured_file.h"
+#include "fleet/fleet_json.h"
+#include "fleet/fleet_page.h"
+#include "fleet/labels.h"
+#include "fleet/placing.h"
+#include "fleet/scheduler.h"
+#include "placement/engine.h"
+#include "placement/flavor.h"
+#include "placement/pci_alias.h"
+
+namespace accel::fleet {
+
+namespace {
+
+// Upper bounds of the placement latency histogram, in seconds.
+const double kLatencyBuckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5};
+
+int64_t NowUnix() { return static_cast<int64_t>(std::time(nullptr)); }
+
+ServiceReply Json(int status, const nlohmann::ordered_json& doc) {
+  ServiceReply r;
+  r.status = status;
+  r.body = doc.dump(2) + "\n";
+  return r;
+}
+
+ServiceReply Error(int status, const std::string& message) {
+  nlohmann::ordered_json doc;
+  doc["error"] = message;
+  return Json(status, doc);
+}
+
+ServiceReply MethodNotAllowed(const std::string& allow) {
+  ServiceReply r = Error(405, "method not allowed; use " + allow);
+  r.allow = allow;
+  return r;
+}
+
+// "a=1&b=x%2Fy" -> {a: 1, b: x/y}; repeated keys keep every value.
+std::multimap<std::string, std::string> ParseQuery(const std::string& query) {
+  auto decode = [](const std::string& s) {
+    std::string out;
+    for (size_t i = 0; i < s.size(); ++i) {
+      if (s[i] == '+') out += ' ';
+      else if (s[i] == '%' && i + 2 < s.size() && std::isxdigit(static_cast<unsigned char>(s[i + 1])) &&
+               std::isxdigit(static_cast<unsigned char>(s[i + 2]))) {
+        out += static_cast<char>(std::stoi(s.substr(i + 1, 2), nullptr, 16));
+        i += 2;
+      } else {
+        out += s[i];
+      }
+    }
+    return out;
+  };
+  std::multimap<std::string, std::string> out;
+  std::stringstream ss(query);
+  std::string part;
+  while (std::getline(ss, part, '&')) {
+    if (part.empty()) continue;
+    const size_t eq = part.find('=');
+    out.emplace(decode(part.substr(0, eq)), eq == std::string::npos ? "" : decode(part.substr(eq + 1)));
+  }
+  return out;
+}
+
+nlohmann::json ParseBody(const std::string& body) {
+  if (body.empty()) throw InputError("request body", "", "is empty", "send a JSON object (docs/fleet-api.yaml)");
+  nlohmann::json doc = ParseStructuredText(body, "request body");
+  if (!doc.is_object()) throw InputError("request body", "", "must be a JSON object", "see docs/fleet-api.yaml");
+  return doc;
+}
+
+placement::PciAliasTable AliasesOf(const nlohmann::json& doc) {
+  if (!doc.contains("aliases") || doc["aliases"].is_null()) return {};
+  return placement::ParsePciAliases(doc["aliases"], "request body: aliases");
+}
+
+std::vector<placement::PlacementRequest> RequestsOf(const nlohmann::json& flavors, const placement::PciAliasTable& aliases,
+                                                    const std::string& field) {
+  std::vector<placement::PlacementRequest> out;
+  for (const placement::Flavor& f : placement::ParseFlavors(flavors, "request body: " + field))
+    out.push_back(placement::BuildRequest(f, aliases, "request body: " + field + " (flavor " + f.name + ")"));
+  return out;
+}
+
+std::vector<LabelRequirement> WhereOf(const nlohmann::json& doc) {
+  std::vector<LabelRequirement> where;
+  if (!doc.contains("where")) return where;
+  if (!doc["where"].is_array()) throw InputError("request body", "where", "must be a list of label terms", "e.g. [\"az=rack-3\"]");
+  for (const nlohmann::json& t : doc["where"]) {
+    if (!t.is_string()) throw InputError("request body", "where", "terms must be strings", "e.g. \"az=rack-3\"");
+    where.push_back(ParseRequirement(t.get<std::string>(), "request body: where"));
+  }
+  return where;
+}
+
+template <typename T>
+T Field(const nlohmann::json& doc, const std::string& key, T fallback) {
+  if (!doc.contains(key) || doc[key].is_null()) return fallback;
+  try {
+    return doc[key].get<T>();
+  } catch (const nlohmann::json::exception&) {
+    throw InputError("request body", key, "has the wrong type", "see docs/fleet-api.yaml");
+  }
+}
+
+std::string PromEscape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '\\') out += "\\\\";
+    else if (c == '"') out += "\\\"";
+    else if (c == '\n') out += "\\n";
+    else out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+// A fixed set of store connections: a request takes one for its duration.
+class FleetService::Pool {
+ public:
+  Pool(const std::string& url, int n) {
+    for (int i = 0; i < std::max(1, n); ++i) free_.push_back(FleetStore::Open(url));
+  }
+  class Lease {
+   public:
+    Lease(Pool& pool, std::unique_ptr<FleetStore> store) : pool_(pool), store_(std::move(store)) {}
+    ~Lease() { pool_.Return(std::move(store_)); }
+    FleetStore& operator*() { return *store_; }
+    FleetStore* operator->() { return store_.get(); }
+    FleetStore* get() { return store_.get(); }
+
+   private:
+    Pool& pool_;
+    std::unique_ptr<FleetStore> store_;
+  };
+  Lease Take() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return !free_.empty(); });
+    std::unique_ptr<FleetStore> s = std::move(free_.back());
+    free_.pop_back();
+    return Lease(*this, std::move(s));
+  }
+
+ private:
+  void Return(std::unique_ptr<FleetStore> s) {
+    std::lock_guard<std::mutex> lock(mu_);
+    free_.push_back(std::move(s));
+    cv_.notify_one();
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::unique_ptr<FleetStore>> free_;
+};
+
+FleetService::FleetService(ServiceOptions options)
+    : options_(std::move(options)), latency_buckets_(std::size(kLatencyBuckets), 0) {
+  pool_ = std::make_unique<Pool>(options_.store_url, options_.connections);
+  refresher_store_ = FleetStore::Open(options_.store_url);
+  view_ = FleetView::FromSnapshot(refresher_store_->Snapshot());
+  refreshed_at_ = NowUnix();
+  RecomputeCapacity();
+}
+
+FleetService::~FleetService() { Stop(); }
+
+void FleetService::Start() {
+  std::lock_guard<std::mutex> lock(stop_mu_);
+  if (refresher_.joinable()) return;
+  stopping_ = false;
+  refresher_ = std::thread([this] { RefreshLoop(); });
+}
+
+void FleetService::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(stop_mu_);
+    stopping_ = true;
+  }
+  stop_cv_.notify_all();
+  if (refresher_.joinable()) refresher_.join();
+}
+
+void FleetService::RefreshLoop() {
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(stop_mu_);
+      if (stop_cv_.wait_for(lock, options_.refresh, [&] { return stopping_; })) return;
+    }
+    RefreshNow();
+    if (std::chrono::steady_clock::now() - capacity_at_ >= options_.capacity_every) RecomputeCapacity();
+  }
+}
+
+bool FleetService::RefreshNow() {
+  try {
+    FleetStore& store = *refresher_store_;
+    std::vector<HostVersion> versions = store.HostVersions();
+    std::vector<std::string> changed;
+    std::set<std::string> present;
+    {
+      std::shared_lock<std::shared_mutex> lock(view_mu_);
+      for (const HostVersion& v : versions) {
+        present.insert(v.name);
+        const HostEntry* e = view_.Find(v.name);
+        if (!e || e->record.generation != v.generation) changed.push_back(v.name);
+      }
+    }
+    RefreshHosts(store, changed);
+    // Heartbeats change no generation: read them for every host (one cheap query).
+    std::vector<HostRecord> records = store.ListHosts();
+    {
+      std::unique_lock<std::shared_mutex> lock(view_mu_);
+      std::vector<std::string> gone;
+      for (const HostEntry& e : view_.hosts())
+        if (!present.count(e.record.name)) gone.push_back(e.record.name);
+      for (const std::string& name : gone) view_.Remove(name);
+      for (const HostRecord& r : records) {
+        int i = view_.IndexOf(r.name);
+        if (i >= 0 && view_.hosts()[i].record.generation == r.generation) {
+          HostEntry e = view_.hosts()[i];
+          if (e.record.heartbeat_at != r.heartbeat_at) {
+            e.record.heartbeat_at = r.heartbeat_at;
+            view_.Upsert(std::move(e));
+          }
+        }
+      }
+      view_.set_taken_at(NowUnix());
+    }
+    store_up_ = true;
+    refreshed_at_ = NowUnix();
+    return true;
+  } catch (const std::exception&) {
+    store_up_ = false;
+    return false;
+  }
+}
+
+void FleetService::RefreshHosts(FleetStore& store, const std::vector<std::string>& names) {
+  std::vector<HostEntry> fresh;
+  std::vector<std::string> removed;
+  for (const std::string& name : names) {
+    std::optional<HostRecord> r = store.GetHost(name);
+    if (!r) {
+      removed.push_back(name);
+      continue;
+    }
+    std::vector<Claim> claims = store.ListClaims(name);
+    std::vector<const Claim*> ptrs;
+    for (const Claim& c : claims) ptrs.push_back(&c);
+    fresh.push_back(MakeHostEntry(*r, store.Topology(r->topology_id), ptrs));
+  }
+  std::unique_lock<std::shared_mutex> lock(view_mu_);
+  for (HostEntry& e : fresh) view_.Upsert(std::move(e));
+  for (const std::string& name : removed) view_.Remove(name);
+}
+
+void FleetService::RecomputeCapacity() {
+  capacity_at_ = std::chrono::steady_clock::now();
+  if (options_.capacity_flavors.empty()) return;
+  CapacityReport report;
+  {
+    std::shared_lock<std::shared_mutex> lock(view_mu_);
+    report = fleet::Capacity(view_, options_.capacity_flavors, {});
+  }
+  std::unique_lock<std::shared_mutex> lock(view_mu_);
+  capacity_ = std::move(report);
+}
+
+ServiceReply FleetService::Handle(const ServiceRequest& r) {
+  try {
+    const std::string& p = r.path;
+    const bool get = r.method == "GET" || r.method == "HEAD";
+    if (p == "/" || p == "/index.html") return get ? Page() : MethodNotAllowed("GET, HEAD");
+    if (p.rfind("/hosts/", 0) == 0 && p.size() > 11 && p.substr(p.size() - 4) == ".svg") {
+      if (!get) return MethodNotAllowed("GET, HEAD");
+      std::string name;  // percent-decoded
+      for (const auto& [k, v] : ParseQuery("n=" + p.substr(7, p.size() - 11))) name = v;
+      // Claims first: never wait for a store connection while holding the view.
+      std::vector<Claim> claims = pool_->Take()->ListClaims(name);
+      std::shared_lock<std::shared_mutex> lock(view_mu_);
+      const HostEntry* e = view_.Find(name);
+      if (!e) return Error(404, "no host '" + name + "'");
+      ServiceReply reply;
+      reply.content_type = "image/svg+xml";
+      reply.body = HostPicture(*e, claims);
+      return reply;
+    }
+    if (p == "/api/v1/hosts" || p.rfind("/api/v1/hosts/", 0) == 0) return get ? Hosts(r) : MethodNotAllowed("GET, HEAD");
+    if (p == "/api/v1/claims") {
+      if (!get) return MethodNotAllowed("GET, HEAD");
+      std::optional<std::string> host;
+      auto q = ParseQuery(r.query);
+      if (auto it = q.find("host"); it != q.end()) host = it->second;
+      return Json(200, ClaimsJson(pool_->Take()->ListClaims(host)));
+    }
+    if (p.rfind("/api/v1/claims/", 0) == 0) {
+      if (r.method != "DELETE") return MethodNotAllowed("DELETE");
+      return Release({p.substr(15)}, true);
+    }
+    if (p == "/api/v1/release") {
+      if (r.method != "POST") return MethodNotAllowed("POST");
+      nlohmann::json doc = ParseBody(r.body);
+      std::vector<std::string> ids = Field<std::vector<std::string>>(doc, "ids", {});
+      if (ids.empty()) throw InputError("request body", "ids", "is missing or empty", "e.g. {\"ids\": [\"c-0123456789ab\"]}");
+      return Release(ids, false);
+    }
+    if (p == "/api/v1/place") return r.method == "POST" ? Place(r) : MethodNotAllowed("POST");
+    if (p == "/api/v1/capacity") return r.method == "POST" ? Capacity(r) : MethodNotAllowed("POST");
+    if (p == "/api/v1/filter") return r.method == "POST" ? Filter(r) : MethodNotAllowed("POST");
+    return Error(404, "no such path: " + p + " (docs/fleet-api.yaml lists the API)");
+  } catch (const InputError& e) {
+    return Error(400, e.what());
+  } catch (const SystemError& e) {
+    store_up_ = false;
+    return Error(503, e.what());
+  }
+}
+
+ServiceReply FleetService::Hosts(const ServiceRequest& r) {
+  if (r.path.size() > std::string("/api/v1/hosts/").size()) {
+    const std::string name = r.path.substr(14);
+    // Claims first: never wait for a store connection while holding the view.
+    nlohmann::ordered_json claims = ClaimsJson(pool_->Take()->ListClaims(name))["claims"];
+    std::shared_lock<std::shared_mutex> lock(view_mu_);
+    const HostEntry* e = view_.Find(name);
+    if (!e) return Error(404, "no host '" + name + "'");
+    nlohmann::ordered_json doc = HostJson(*e, view_.taken_at());
+    doc["claims"] = claims;
+    return Json(200, doc);
+  }
+  std::shared_lock<std::shared_mutex> lock(view_mu_);
+  std::vector<LabelRequirement> where;
+  for (const auto& [k, v] : ParseQuery(r.query))
+    if (k == "where") where.push_back(ParseRequirement(v, "query: where"));
+  nlohmann::ordered_json doc;
+  doc["schema"] = "accel.fleet-hosts/v1";
+  doc["hosts"] = nlohmann::ordered_json::array();
+  for (const HostEntry& e : view_.hosts())
+    if (MatchesAll(where, e.record.labels)) doc["hosts"].push_back(HostJson(e, view_.taken_at()));
+  return Json(200, doc);
+}
+
+ServiceReply FleetService::Place(const ServiceRequest& r) {
+  const auto started = std::chrono::steady_clock::now();
+  nlohmann::json doc = ParseBody(r.body);
+  if (!doc.contains("flavor")) throw InputError("request body", "flavor", "is missing", "the flavor as an object: name, vcpus, ram, extra_specs");
+  std::vector<placement::PlacementRequest> reqs = RequestsOf(doc["flavor"], AliasesOf(doc), "flavor");
+  if (reqs.size() != 1) throw InputError("request body", "flavor", "must be one flavor");
+  ScheduleOptions so;
+  so.where = WhereOf(doc);
+  const std::string strategy = Field<std::string>(doc, "strategy", "pack");
+  if (strategy != "pack" && strategy != "spread") throw InputError("request body", "strategy", "must be pack or spread");
+  so.strategy = strategy == "spread" ? FleetStrategy::kSpread : FleetStrategy::kPack;
+  so.count = Field<int>(doc, "count", 1);
+  if (so.count < 1 || so.count > 100000) throw InputError("request body", "count", "must be 1..100000");
+  so.different_hosts = Field<bool>(doc, "different_hosts", false);
+  so.alternates = std::clamp(Field<int>(doc, "alternates", 4), 0, 64);
+  so.tiebreak_seed = Field<std::string>(doc, "seed", options_.seed);
+  const bool claim = Field<bool>(doc, "claim", false);
+
+  auto lease = pool_->Take();
+  PlaceOutcome outcome = PlaceInFleet(claim ? lease.get() : nullptr, [&] {
+    std::shared_lock<std::shared_mutex> lock(view_mu_);
+    so.now_unix = NowUnix();
+    return Schedule(view_, reqs[0], so);
+  });
+  if (claim) {
+    std::vector<std::string> touched;
+    for (const Candidate& c : outcome.instances) touched.push_back(c.host);
+    // Hosts that refused a candidate changed under us: look at them again too.
+    if (outcome.retries > 0)
+      for (const InstanceDecision& d : outcome.decision.instances) {
+        touched.push_back(d.chosen.host);
+        for (const Candidate& a : d.alternates) touched.push_back(a.host);
+      }
+    std::sort(touched.begin(), touched.end());
+    touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+    RefreshHosts(*lease, touched);
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  {
+    std::lock_guard<std::mutex> lock(histogram_mu_);
+    for (size_t b = 0; b < std::size(kLatencyBuckets); ++b)
+      if (seconds <= kLatencyBuckets[b]) ++latency_buckets_[b];
+    ++latency_count_;
+    latency_sum_ += seconds;
+  }
+  if (outcome.placed) ++placed_;
+  else if (outcome.lost_race) ++lost_race_;
+  else ++no_fit_;
+  retries_ += static_cast<uint64_t>(outcome.retries);
+  if (outcome.retries > 0) ++conflicted_requests_;
+  return Json(200, PlaceOutcomeJson(outcome, reqs[0].flavor, so.count, claim));
+}
+
+ServiceReply FleetService::Capacity(const ServiceRequest& r) {
+  nlohmann::json doc = ParseBody(r.body);
+  if (!doc.contains("flavors")) throw InputError("request body", "flavors", "is missing", "a list of flavor objects");
+  std::vector<placement::PlacementRequest> reqs = RequestsOf(doc["flavors"], AliasesOf(doc), "flavors");
+  CapacityOptions co;
+  co.where = WhereOf(doc);
+  co.group_by = Field<std::string>(doc, "group_by", "");
+  co.now_unix = NowUnix();
+  std::shared_lock<std::shared_mutex> lock(view_mu_);
+  return Json(200, CapacityJson(fleet::Capacity(view_, reqs, co), co.group_by));
+}
+
+ServiceReply FleetService::Filter(const ServiceRequest& r) {
+  nlohmann::json doc = ParseBody(r.body);
+  if (!doc.contains("flavor")) throw InputError("request body", "flavor", "is missing");
+  std::vector<placement::PlacementRequest> reqs = RequestsOf(doc["flavor"], AliasesOf(doc), "flavor");
+  if (reqs.size() != 1) throw InputError("request body", "flavor", "must be one flavor");
+  std::vector<std::string> names = Field<std::vector<std::string>>(doc, "hosts", {});
+  const int count = std::max(1, Field<int>(doc, "count", 1));
+  nlohmann::ordered_json out;
+  out["schema"] = "accel.fleet-filter/v1";
+  out["flavor"] = reqs[0].flavor;
+  out["hosts"] = nlohmann::ordered_json::array();
+  out["rejected"] = nlohmann::ordered_json::object();
+  std::shared_lock<std::shared_mutex> lock(view_mu_);
+  const int64_t now = NowUnix();
+  for (const std::string& name : names) {
+    const HostEntry* e = view_.Find(name);
+    std::string why;
+    if (!e) why = "not in the accel fleet";
+    else if (e->record.state != HostAdminState::kEnabled) why = std::string("host is ") + HostAdminStateName(e->record.state);
+    else if (IsStale(e->record, now)) why = "stale: no heartbeat from its agent";
+    else {
+      // `count` instances one after another on this host (Nova's num_instances on one host).
+      placement::HostUsage usage = e->usage;
+      for (int k = 0; k < count && why.empty(); ++k) {
+        placement::PlaceResult fit = placement::Place(*e->hardware, usage, e->record.policy, reqs[0]);
+        if (!fit.fits()) why = fit.no_fit.reasons.empty() ? "does not fit" : fit.no_fit.reasons.front();
+        else usage.Apply(*fit.placement);
+      }
+    }
+    if (why.empty()) out["hosts"].push_back(name);
+    else out["rejected"][name] = why;
+  }
+  return Json(200, out);
+}
+
+ServiceReply FleetService::Release(const std::vector<std::string>& ids, bool single) {
+  auto lease = pool_->Take();
+  nlohmann::ordered_json doc;
+  doc["released"] = nlohmann::ordered_json::array();
+  doc["missing"] = nlohmann::ordered_json::array();
+  std::vector<std::string> hosts;
+  for (const std::string& id : ids) {
+    std::optional<Claim> c = lease->GetClaim(id);
+    if (c && lease->Release(id)) {
+      doc["released"].push_back(id);
+      hosts.push_back(c->host);
+    } else {
+      doc["missing"].push_back(id);
+    }
+  }
+  RefreshHosts(*lease, hosts);
+  if (single && doc["released"].empty()) return Error(404, "no claim " + ids.front());
+  return Json(200, doc);
+}
+
+ServiceReply FleetService::Page() {
+  std::shared_lock<std::shared_mutex> lock(view_mu_);
+  ServiceReply reply;
+  reply.content_type = "text/html; charset=utf-8";
+  reply.body = FleetPage(view_, capacity_, view_.taken_at());
+  return reply;
+}
+
+std::string FleetService::Metrics() {
+  std::ostringstream o;
+  std::shared_lock<std::shared_mutex> lock(view_mu_);
+  const int64_t now = view_.taken_at();
+  std::map<std::string, int> states = {{"enabled", 0}, {"disabled", 0}, {"maintenance", 0}, {"stale", 0}};
+  size_t claims = 0;
+  for (const HostEntry& e : view_.hosts()) {
+    ++states[HostAdminStateName(e.record.state)];
+    if (IsStale(e.record, now)) ++states["stale"];
+    claims += e.claims.size();
+  }
+  o << "# HELP accel_fleet_hosts Hosts in the fleet by state (stale: no agent heartbeat, any state).\n"
+    << "# TYPE accel_fleet_hosts gauge\n";
+  for (const auto& [state, n] : states) o << "accel_fleet_hosts{state=\"" << state << "\"} " << n << "\n";
+  o << "# HELP accel_fleet_claims Live claims in the store, as this replica last saw them.\n"
+    << "# TYPE accel_fleet_claims gauge\naccel_fleet_claims " << claims << "\n";
+  o << "# HELP accel_fleet_host_accelerators_free GPUs/HPUs no claim holds, per host.\n"
+    << "# TYPE accel_fleet_host_accelerators_free gauge\n";
+  for (const HostEntry& e : view_.hosts())
+    o << "accel_fleet_host_accelerators_free{host=\"" << PromEscape(e.record.name) << "\"} " << e.summary.free_accelerators << "\n";
+  o << "# HELP accel_fleet_host_accelerators_stranded Free GPUs/HPUs no capacity flavor can use, per host.\n"
+    << "# TYPE accel_fleet_host_accelerators_stranded gauge\n";
+  std::map<std::string, size_t> stranded;
+  for (const StrandedHost& s : capacity_.stranded) stranded[s.host] = s.stranded.size();
+  for (const HostEntry& e : view_.hosts())
+    o << "accel_fleet_host_accelerators_stranded{host=\"" << PromEscape(e.record.name) << "\"} "
+      << (stranded.count(e.record.name) ? stranded[e.record.name] : 0) << "\n";
+  o << "# HELP accel_fleet_capacity_instances More instances of the flavor the fleet takes (fleet capacity).\n"
+    << "# TYPE accel_fleet_capacity_instances gauge\n";
+  for (const FlavorCapacity& f : capacity_.flavors)
+    o << "accel_fleet_capacity_instances{flavor=\"" << PromEscape(f.flavor) << "\"} " << f.count << "\n";
+  lock.unlock();
+  o << "# HELP accel_fleet_placements_total Place requests by result.\n# TYPE accel_fleet_placements_total counter\n"
+    << "accel_fleet_placements_total{result=\"placed\"} " << placed_ << "\n"
+    << "accel_fleet_placements_total{result=\"no_fit\"} " << no_fit_ << "\n"
+    << "accel_fleet_placements_total{result=\"lost_race\"} " << lost_race_ << "\n";
+  o << "# HELP accel_fleet_claim_retries_total Candidates refused by the store (taken by another scheduler) before a claim.\n"
+    << "# TYPE accel_fleet_claim_retries_total counter\naccel_fleet_claim_retries_total " << retries_ << "\n";
+  o << "# HELP accel_fleet_claim_conflicts_total Place requests that met at least one conflict.\n"
+    << "# TYPE accel_fleet_claim_conflicts_total counter\naccel_fleet_claim_conflicts_total " << conflicted_requests_ << "\n";
+  {
+    std::lock_guard<std::mutex> hl(histogram_mu_);
+    o << "# HELP accel_fleet_placement_duration_seconds Time to answer a place request (decide and claim).\n"
+      << "# TYPE accel_fleet_placement_duration_seconds histogram\n";
+    for (size_t b = 0; b < std::size(kLatencyBuckets); ++b)
+      o << "accel_fleet_placement_duration_seconds_bucket{le=\"" << kLatencyBuckets[b] << "\"} " << latency_buckets_[b] << "\n";
+    o << "accel_fleet_placement_duration_seconds_bucket{le=\"+Inf\"} " << latency_count_ << "\n"
+      << "accel_fleet_placement_duration_seconds_sum " << latency_sum_ << "\n"
+      << "accel_fleet_placement_duration_seconds_count " << latency_count_ << "\n";
+  }
+  o << "# HELP accel_fleet_store_up Whether the last look at the store succeeded.\n"
+    << "# TYPE accel_fleet_store_up gauge\naccel_fleet_store_up " << (store_up_ ? 1 : 0) << "\n";
+  o << "# HELP accel_fleet_view_age_seconds Seconds since this replica last read the store.\n"
+    << "# TYPE accel_fleet_view_age_seconds gauge\naccel_fleet_view_age_seconds " << (NowUnix() - refreshed_at_) << "\n";
+  return o.str();
+}
+
+}  // namespace accel::fleet

@@ -1,0 +1,131 @@
+// FleetService: the scheduler service behind `accel fleet serve`. It holds the fleet in memory
+// (a FleetView), keeps it current from the store — any number of replicas on one PostgreSQL
+// see each other's claims within one refresh interval (default 500 ms) — and answers the JSON API
+// (docs/fleet-api.yaml), the Prometheus metrics and the fleet page.
+//
+// Transport-free: Handle() takes a method, path, query and body and returns status, content type
+// and body; the CLI puts it behind accel's HTTP server (TLS and basic auth from the same web
+// config file as `accel exporter`).
+//
+// Routes:
+//   GET    /api/v1/hosts[?where=k=v]     accel.fleet-hosts/v1
+//   GET    /api/v1/hosts/NAME            one host, with its claims
+//   GET    /api/v1/claims[?host=NAME]    accel.claims/v1
+//   DELETE /api/v1/claims/ID             release one claim
+//   POST   /api/v1/release               {"ids": [...]}
+//   POST   /api/v1/place                 {"flavor": {...}, "aliases": [...], "count", "claim", ...}
+//   POST   /api/v1/capacity              {"flavors": [...], "aliases": [...], "where", "group_by"}
+//   POST   /api/v1/filter                {"flavor", "aliases", "hosts": [...]}: which can take it
+//   GET    /metrics                      Prometheus text (served by the HTTP server from Metrics())
+//   GET    /                             the fleet page (HTML + inline SVG)
+// Errors: 400 bad input {"error": "..."}; 404 unknown path or name; 405 wrong method;
+// 503 the store is unreachable (the next request tries again).
+//
+// Thread-safety: Handle and Metrics may be called from many threads at once; the view is read
+// under a shared lock and changed under an exclusive one; the store is reached through a small
+// pool of connections (one per concurrent request).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fleet/capacity.h"
+#include "fleet/fleet_store.h"
+#include "fleet/fleet_view.h"
+#include "placement/request.h"
+
+namespace accel::fleet {
+
+struct ServiceOptions {
+  std::string store_url;                              ///< the fleet store
+  std::chrono::milliseconds refresh{500};             ///< how often to look for others' changes
+  /// Flavors whose capacity /metrics and the page report (recomputed every capacity_every).
+  std::vector<placement::PlacementRequest> capacity_flavors;
+  std::chrono::milliseconds capacity_every{30000};
+  std::string seed;                                   ///< replica identity for tie-breaks
+  int connections = 4;                                ///< store connections (concurrent requests)
+};
+
+struct ServiceRequest {
+  std::string method;  ///< "GET", "POST", ...
+  std::string path;    ///< without the query
+  std::string query;   ///< after '?', undecoded
+  std::string body;
+};
+
+struct ServiceReply {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  std::string allow;   ///< for 405: "GET, HEAD", "POST", ...
+};
+
+class FleetService {
+ public:
+  /// Opens `options.connections` store connections and loads the fleet. Throws InputError or
+  /// SystemError as FleetStore::Open does.
+  explicit FleetService(ServiceOptions options);
+  ~FleetService();
+  FleetService(const FleetService&) = delete;
+  FleetService& operator=(const FleetService&) = delete;
+
+  /// Starts the background refresher (others' claims, hosts, heartbeats; capacity).
+  void Start();
+  /// Stops it; idempotent.
+  void Stop();
+
+  /// Answers one API/page request (routes above).
+  ServiceReply Handle(const ServiceRequest& request);
+  /// The Prometheus text exposition (format 0.0.4).
+  std::string Metrics();
+
+  /// Looks at the store once now (what the refresher does every interval). Returns false when
+  /// the store could not be reached (the view stays as it was).
+  bool RefreshNow();
+
+ private:
+  class Pool;
+  ServiceReply Place(const ServiceRequest& r);
+  ServiceReply Capacity(const ServiceRequest& r);
+  ServiceReply Filter(const ServiceRequest& r);
+  ServiceReply Release(const std::vector<std::string>& ids, bool single);
+  ServiceReply Hosts(const ServiceRequest& r);
+  ServiceReply Page();
+  /// Reloads `names` from the store into the view (after this replica claimed or released).
+  void RefreshHosts(FleetStore& store, const std::vector<std::string>& names);
+  void RefreshLoop();
+  void RecomputeCapacity();
+
+  ServiceOptions options_;
+  std::unique_ptr<Pool> pool_;
+  std::unique_ptr<FleetStore> refresher_store_;
+
+  mutable std::shared_mutex view_mu_;
+  FleetView view_;                    ///< guarded by view_mu_
+  CapacityReport capacity_;           ///< guarded by view_mu_; of options_.capacity_flavors
+  std::chrono::steady_clock::time_point capacity_at_{};  ///< refresher thread only
+
+  std::mutex stop_mu_;
+  std::condition_variable stop_cv_;
+  bool stopping_ = false;             ///< guarded by stop_mu_
+  std::thread refresher_;
+
+  // Metrics.
+  std::atomic<bool> store_up_{true};
+  std::atomic<int64_t> refreshed_at_{0};      ///< unix seconds of the last good refresh
+  std::atomic<uint64_t> placed_{0}, no_fit_{0}, lost_race_{0};
+  std::atomic<uint64_t> retries_{0}, conflicted_requests_{0};
+  std::mutex histogram_mu_;
+  std::vector<uint64_t> latency_buckets_;     ///< guarded by histogram_mu_; cumulative on output
+  uint64_t latency_count_ = 0;                ///< guarded by histogram_mu_
+  double latency_sum_ = 0;                    ///< guarded by histogram_mu_
+};
+
+}  // namespace accel::fleet
