@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "agent/agent_internal.h"
+#include "agent/fleet_publisher.h"
 #include "common/error.h"
 #include "devices/interconnect.h"
 #include "devices/nvml_links.h"
@@ -112,6 +113,7 @@ struct Running {
   std::unique_ptr<kube::MpsDaemons> mps;
   std::unique_ptr<kube::DevicePluginManager> plugins;
   std::unique_ptr<internal::LabelWriter> label_writer;
+  std::unique_ptr<internal::FleetPublisher> fleet;
 };
 
 struct Agent::Impl {
@@ -239,10 +241,15 @@ void Agent::Impl::StartServing(Running* r) {
                                                               config.labels.interval, log);
     r->label_writer->Start();
   }
+  if (config.fleet.enabled) {
+    r->fleet = std::make_unique<internal::FleetPublisher>(config.fleet, config.topology, r->host, log);
+    r->fleet->Start();
+  }
 }
 
 bool Agent::Impl::Tear(std::unique_ptr<Running> r) {
   if (!r) return true;
+  if (r->fleet) r->fleet->Stop();
   if (r->label_writer) r->label_writer->Stop();
   if (r->plugins) r->plugins->Stop();  // empty lists to the kubelet, sockets removed
   if (r->mps) r->mps->Stop();          // after the plugins: no Allocate names a quit daemon

@@ -11,6 +11,9 @@
 #include "common/structured_file.h"
 #include "common/yaml_config.h"
 #include "devices/open_backends.h"
+#include "fleet/host_policy_file.h"
+#include "fleet/labels.h"
+#include "fleet/store_url.h"
 #include "telemetry/collector.h"
 
 namespace accel::agent {
@@ -148,7 +151,35 @@ AgentConfig ParseAgentConfig(const std::string& yaml, const std::string& source)
             .On("stateFile", str(&c.mig.state_file))
             .Run();
       })
+      .On("fleet", [&](const YAML::Node& v, const std::string& f) {
+        YamlMapReader(source, v, f)
+            .On("enabled", flag(&c.fleet.enabled))
+            .On("store", str(&c.fleet.store))
+            .On("name", str(&c.fleet.name))
+            .On("labels", [&](const YAML::Node& labels, const std::string& lf) {
+              if (!labels.IsMap()) throw InputError(source, lf, "must be a mapping of label keys to values", "e.g. labels: {az: rack-3}");
+              for (const auto& kv : labels) {
+                const std::string key = kv.first.as<std::string>();
+                const std::string value = r.String(kv.second, YamlKeyPath(lf, key));
+                c.fleet.labels.insert(fleet::ParseLabel(key + "=" + value, source + ": " + lf));
+              }
+            })
+            .On("policyFile", str(&c.fleet.policy_file))
+            .On("heartbeat", duration(&c.fleet.heartbeat))
+            .On("staleAfter", duration(&c.fleet.stale_after))
+            .Run();
+      })
       .Run();
+  if (c.fleet.enabled) {
+    if (c.fleet.heartbeat.count() < 1000)
+      throw InputError(source, "fleet.heartbeat", "must be at least 1s", "e.g. heartbeat: 30s");
+    if (!c.fleet.store.empty()) fleet::ParseStoreUrl(c.fleet.store, source + ": fleet.store");
+    if (!c.fleet.policy_file.empty()) {
+      std::filesystem::path p(c.fleet.policy_file);
+      if (p.is_relative()) c.fleet.policy_file = (std::filesystem::path(source).parent_path() / p).string();
+      fleet::LoadHostPolicy(c.fleet.policy_file);  // a bad file stops the start, not the first heartbeat
+    }
+  }
   if (c.labels.enabled && c.labels.file.empty()) {
     throw InputError(source, "labels.file", "is empty", "name the feature file, or set labels.enabled: false");
   }

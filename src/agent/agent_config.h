@@ -32,11 +32,20 @@
 //     configFile: /etc/accel/mig-parted.yaml         # mig-parted v1
 //     config: ""                                     # name to apply at start and on reload
 //     stateFile: /etc/kubernetes/node-feature-discovery/features.d/accel-mig
+//   fleet:                                           # publish this host to a fleet store
+//     enabled: false
+//     store: ""                                      # sqlite:PATH | postgresql://...; "" = $ACCEL_FLEET_STORE
+//     name: ""                                       # host name in the fleet; "" = the topology's
+//     labels: {}                                     # e.g. {az: rack-3, gpu: h100}
+//     policyFile: ""                                 # host policy (nova.conf names, docs/fleet.md)
+//     heartbeat: 30s
+//     staleAfter: 0s                                 # 0 = 3 x heartbeat
 //
 // Plain data; the parser is stateless and thread-safe.
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -103,6 +112,20 @@ struct MigSection {
   std::string state_file = "/etc/kubernetes/node-feature-discovery/features.d/accel-mig";
 };
 
+/// Publishing the host to the fleet store (accel fleet): at start and whenever the topology
+/// changes the agent upserts its host; every heartbeat it records that it is alive. A host whose
+/// heartbeats stop is shown stale and gets no new placements.
+struct FleetSection {
+  bool enabled = false;
+  std::string store;   ///< store URL; "" = $ACCEL_FLEET_STORE or the default SQLite file
+  std::string name;    ///< host name; "" = the topology's hostname
+  std::map<std::string, std::string> labels;  ///< labels set on the host (merged over others)
+  std::string policy_file;  ///< host policy file; "" = leave the stored policy as it is
+  std::chrono::milliseconds heartbeat{30000};
+  /// Without a heartbeat for this long the host is stale; 0 = 3 x heartbeat.
+  std::chrono::milliseconds stale_after{0};
+};
+
 struct AgentConfig {
   /// "nvidia", "amd", "habana".
   std::vector<std::string> vendors = {"nvidia", "amd", "habana"};
@@ -113,6 +136,7 @@ struct AgentConfig {
   DevicePluginSection device_plugin;
   LabelsSection labels;
   MigSection mig;
+  FleetSection fleet;
 };
 
 /// Parses agent YAML. `source` names the file in errors. Unknown keys, bad durations, unknown
