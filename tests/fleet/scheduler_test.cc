@@ -1,0 +1,502 @@
+// The fleet scheduler against brute force: on thousands of small random fleets (fixture SKUs,
+// random policies, labels, states and engine-made claims) and random GPU flavors, every answer
+// of Schedule is checked against running placement::Place on every host and ranking the hosts
+// that fit by the order scheduler.h documents, computed here from the hardware and the claims
+// (not from FleetView's summaries).
+#include "fleet/scheduler.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include <gtest/gtest.h>
+
+#include "fleet/fleet_test_util.h"
+#include "placement/placement_json.h"
+
+namespace accel::fleet {
+namespace {
+
+using testing::AddEngineClaim;
+using testing::Chance;
+using testing::Eligible;
+using testing::FlavorShape;
+using testing::FleetShape;
+using testing::RandomFleet;
+using testing::RandomGpuShape;
+using testing::RecordOf;
+using testing::RequestOf;
+using testing::SkuNamed;
+using testing::TestFleet;
+using testing::Uniform;
+
+// The ranking of scheduler.h step 3 without the tiebreak: (a) strategy, (b) fragmentation.
+using Prefix = std::tuple<int, int, int, int>;
+
+Prefix RankPrefix(const topology::HostTopology& hw, const placement::HostUsage& usage,
+                  const placement::HostPolicy& policy, FleetStrategy strategy) {
+  int free_acc = 0;
+  std::map<int, std::pair<int, int>> per_node;  // node index -> (free, total) accelerators
+  for (const topology::PciDevice& d : hw.pci) {
+    if (!d.is_accelerator()) continue;
+    const bool free = !usage.devices.count(d.address);
+    free_acc += free ? 1 : 0;
+    const int node = hw.NodeIndex(d.numa_node);
+    if (node < 0) continue;
+    per_node[node].first += free ? 1 : 0;
+    per_node[node].second += 1;
+  }
+  bool partial = false;
+  for (const auto& [node, ft] : per_node) partial |= ft.first > 0 && ft.first < ft.second;
+  const CpuSet all = hw.AllCpus();
+  const CpuSet dedicated = policy.cpu_dedicated_set ? policy.cpu_dedicated_set->Intersect(all) : all;
+  CpuSet pinned;
+  for (const auto& [id, n] : usage.nodes) pinned = pinned.Union(n.pinned_cpus);
+  const int free_cpus = dedicated.Minus(pinned).Count();
+  const bool idle = usage.nodes.empty() && usage.devices.empty() && usage.floating_vcpus == 0 &&
+                    usage.floating_memory_mib == 0;
+  const int sign = strategy == FleetStrategy::kPack ? 1 : -1;
+  // Partly used accelerator node first (0), then a host that is not idle (0).
+  return {sign * free_acc, sign * free_cpus, partial ? 0 : 1, idle ? 1 : 0};
+}
+
+struct Fit {
+  Prefix prefix;
+  std::string host;
+  bool operator<(const Fit& o) const { return std::tie(prefix, host) < std::tie(o.prefix, o.host); }
+};
+
+// Every host of `fleet` that may take `req` now, by brute force, best first (name breaks ties).
+std::vector<Fit> BruteForce(const TestFleet& fleet, const std::map<std::string, placement::HostUsage>& usage,
+                            const placement::PlacementRequest& req, const ScheduleOptions& o,
+                            const std::set<std::string>& excluded = {}) {
+  std::vector<Fit> fits;
+  const int64_t now = o.now_unix ? o.now_unix : fleet.snapshot.taken_at;
+  for (const HostRecord& r : fleet.snapshot.hosts) {
+    if (!Eligible(r, o.where, now) || excluded.count(r.name)) continue;
+    const topology::HostTopology& hw = *fleet.sku.at(r.name)->hardware;
+    if (!placement::Place(hw, usage.at(r.name), r.policy, req).fits()) continue;
+    fits.push_back({RankPrefix(hw, usage.at(r.name), r.policy, o.strategy), r.name});
+  }
+  std::sort(fits.begin(), fits.end());
+  return fits;
+}
+
+std::string Describe(const ScheduleResult& r) {
+  std::string s = "placed=" + std::to_string(r.all_placed) + " calls=" + std::to_string(r.engine_calls) +
+                  " ranked=" + std::to_string(r.hosts_ranked) + "\n";
+  for (const InstanceDecision& d : r.instances) {
+    s += "chosen " + d.chosen.host + "@" + std::to_string(d.chosen.generation) + "\n" +
+         placement::WritePlacementJson(d.chosen.placement);
+    for (const Candidate& c : d.alternates)
+      s += "alt " + c.host + "@" + std::to_string(c.generation) + "\n" + placement::WritePlacementJson(c.placement);
+  }
+  for (const CauseCount& c : r.why_not) s += "why " + c.cause + " " + std::to_string(c.hosts) + " " + c.example + "\n";
+  return s;
+}
+
+std::vector<LabelRequirement> RandomWhere(std::mt19937_64& rng) {
+  static const std::vector<std::vector<std::string>> kWheres = {
+      {}, {}, {}, {}, {}, {}, {"az=a"}, {"az!=b"}, {"az"}, {"!az"}, {"gpu=h100"}, {"gpu!=h200", "az"}};
+  std::vector<LabelRequirement> where;
+  for (const std::string& t : kWheres[Uniform(rng, 0, static_cast<int>(kWheres.size()) - 1)])
+    where.push_back(ParseRequirement(t, "--where"));
+  return where;
+}
+
+int CauseHosts(const ScheduleResult& r, const std::string& prefix) {
+  int n = 0;
+  for (const CauseCount& c : r.why_not)
+    if (c.cause.rfind(prefix, 0) == 0) n += c.hosts;
+  return n;
+}
+
+// When nothing fits, every host is explained: the filtered ones under their exact cause, in
+// the filter order of scheduler.h (state, then staleness, then labels), and the sum is the fleet.
+void ExpectWhyNotCoversFleet(const TestFleet& fleet, const ScheduleResult& r, const ScheduleOptions& o,
+                             int earlier_instance_hosts, const std::string& context) {
+  int disabled = 0, maintenance = 0, stale = 0, labels = 0, total = 0;
+  const int64_t now = o.now_unix ? o.now_unix : fleet.snapshot.taken_at;
+  for (const HostRecord& h : fleet.snapshot.hosts) {
+    if (h.state == HostAdminState::kDisabled) ++disabled;
+    else if (h.state == HostAdminState::kMaintenance) ++maintenance;
+    else if (IsStale(h, now)) ++stale;
+    else if (!MatchesAll(o.where, h.labels)) ++labels;
+  }
+  for (const CauseCount& c : r.why_not) {
+    total += c.hosts;
+    EXPECT_GT(c.hosts, 0) << context;
+    EXPECT_FALSE(c.example.empty()) << context << c.cause;
+  }
+  EXPECT_EQ(total, static_cast<int>(fleet.snapshot.hosts.size())) << context << Describe(r);
+  EXPECT_EQ(CauseHosts(r, "disabled"), disabled) << context << Describe(r);
+  EXPECT_EQ(CauseHosts(r, "maintenance"), maintenance) << context << Describe(r);
+  EXPECT_EQ(CauseHosts(r, "stale"), stale) << context << Describe(r);
+  EXPECT_EQ(CauseHosts(r, "labels"), labels) << context << Describe(r);
+  EXPECT_EQ(CauseHosts(r, "holds an earlier instance"), earlier_instance_hosts) << context << Describe(r);
+  for (size_t i = 1; i < r.why_not.size(); ++i)
+    EXPECT_GE(r.why_not[i - 1].hosts, r.why_not[i].hosts) << context << "why_not is most hosts first";
+}
+
+// Checks a candidate the scheduler returned: a real host that may take placements, whose
+// placement the engine's validator accepts on that host's usage, at the view's generation.
+void ExpectValidCandidate(const TestFleet& fleet, const FleetView& view,
+                          const std::map<std::string, placement::HostUsage>& usage,
+                          const placement::PlacementRequest& req, const ScheduleOptions& o, const Candidate& c,
+                          const std::string& context) {
+  ASSERT_LT(c.host_index, view.hosts().size()) << context;
+  EXPECT_EQ(view.hosts()[c.host_index].record.name, c.host) << context;
+  const HostRecord& r = RecordOf(fleet, c.host);
+  EXPECT_TRUE(Eligible(r, o.where, o.now_unix ? o.now_unix : fleet.snapshot.taken_at))
+      << context << c.host << " is disabled, stale or filtered out";
+  EXPECT_EQ(c.placement.host, c.host) << context;
+  EXPECT_EQ(c.generation, view.hosts()[c.host_index].record.generation) << context;
+  EXPECT_EQ(placement::Validate(*fleet.sku.at(c.host)->hardware, usage.at(c.host), r.policy, req, c.placement), "")
+      << context << c.host << "\n" << placement::WritePlacementJson(c.placement);
+}
+
+std::vector<Prefix> PrefixesOf(const ScheduleResult& r, const TestFleet& fleet,
+                               const std::map<std::string, placement::HostUsage>& usage, FleetStrategy s) {
+  std::vector<Prefix> out;
+  auto add = [&](const Candidate& c) {
+    out.push_back(RankPrefix(*fleet.sku.at(c.host)->hardware, usage.at(c.host), RecordOf(fleet, c.host).policy, s));
+  };
+  for (const InstanceDecision& d : r.instances) {
+    add(d.chosen);
+    for (const Candidate& c : d.alternates) add(c);
+  }
+  return out;
+}
+
+// One instance: fits iff some eligible host fits; the chosen host and its alternates are exactly
+// the best fitting hosts in the documented order; seeds reorder only hosts of equal rank.
+TEST(SchedulerBruteForce, OneInstanceIsTheBestFittingHost) {
+  const auto start = std::chrono::steady_clock::now();
+  int placed = 0, refused = 0, with_alternates = 0, trials = 0;
+  for (uint64_t seed = 1; seed <= 4000; ++seed) {
+    std::mt19937_64 rng(seed);
+    FleetShape shape;
+    shape.hosts = Uniform(rng, 2, 8);
+    TestFleet fleet = RandomFleet(rng, shape);
+    const FleetView view = FleetView::FromSnapshot(fleet.snapshot);
+    const FlavorShape flavor = RandomGpuShape(rng, testing::SomeHostsGpu(rng, fleet));
+    placement::PlacementRequest req;
+    try {
+      req = RequestOf(flavor);
+    } catch (const InputError& e) {
+      ADD_FAILURE() << "seed " << seed << ": generator made a flavor Nova refuses: " << e.what();
+      continue;
+    }
+    ++trials;
+    ScheduleOptions o;
+    o.strategy = Chance(rng, 30) ? FleetStrategy::kSpread : FleetStrategy::kPack;
+    o.where = RandomWhere(rng);
+    o.alternates = Uniform(rng, 0, 4);
+    const std::string context = "seed " + std::to_string(seed) + " flavor " + req.flavor + ": ";
+
+    const ScheduleResult r = Schedule(view, req, o);
+    const std::vector<Fit> fits = BruteForce(fleet, fleet.usage, req, o);
+    ASSERT_EQ(r.all_placed, !fits.empty()) << context << Describe(r);
+    EXPECT_EQ(Describe(Schedule(view, req, o)), Describe(r)) << context << "not deterministic";
+    if (fits.empty()) {
+      ++refused;
+      EXPECT_TRUE(r.instances.empty()) << context;
+      ExpectWhyNotCoversFleet(fleet, r, o, 0, context);
+      continue;
+    }
+    ++placed;
+    ASSERT_EQ(r.instances.size(), 1u) << context;
+    EXPECT_TRUE(r.why_not.empty()) << context;
+    const InstanceDecision& d = r.instances[0];
+    // Exactly the brute-force order: chosen first, then the next `alternates` fitting hosts.
+    std::vector<std::string> expected, got = {d.chosen.host};
+    for (size_t k = 0; k < fits.size() && k <= static_cast<size_t>(o.alternates); ++k) expected.push_back(fits[k].host);
+    for (const Candidate& c : d.alternates) got.push_back(c.host);
+    EXPECT_EQ(got, expected) << context << Describe(r);
+    if (!d.alternates.empty()) ++with_alternates;
+    std::set<std::string> distinct(got.begin(), got.end());
+    EXPECT_EQ(distinct.size(), got.size()) << context << "a host is offered twice";
+    ExpectValidCandidate(fleet, view, fleet.usage, req, o, d.chosen, context);
+    for (const Candidate& c : d.alternates) {
+      ExpectValidCandidate(fleet, view, fleet.usage, req, o, c, context);
+      EXPECT_TRUE(c.assumed_instances.empty()) << context;
+    }
+
+    // A tiebreak seed changes the order only among hosts of equal rank: the ranks of what is
+    // offered are the same, and so is every host ranked strictly better than the last offered.
+    for (const std::string tiebreak : {"replica-1", "replica-2"}) {
+      ScheduleOptions seeded = o;
+      seeded.tiebreak_seed = tiebreak;
+      const ScheduleResult s = Schedule(view, req, seeded);
+      ASSERT_TRUE(s.all_placed) << context << tiebreak;
+      EXPECT_EQ(PrefixesOf(s, fleet, fleet.usage, o.strategy), PrefixesOf(r, fleet, fleet.usage, o.strategy))
+          << context << tiebreak << "\n" << Describe(s) << "vs\n" << Describe(r);
+      const Prefix last = PrefixesOf(r, fleet, fleet.usage, o.strategy).back();
+      std::set<std::string> better_r;
+      for (const Fit& f : fits)
+        if (f.prefix < last) better_r.insert(f.host);
+      auto offered = [](const ScheduleResult& x) {
+        std::set<std::string> hosts = {x.instances[0].chosen.host};
+        for (const Candidate& c : x.instances[0].alternates) hosts.insert(c.host);
+        return hosts;
+      };
+      for (const std::string& h : better_r) {
+        EXPECT_TRUE(offered(s).count(h)) << context << tiebreak << ": " << h << " ranks strictly better";
+        EXPECT_TRUE(offered(r).count(h)) << context << h << " ranks strictly better";
+      }
+      ExpectValidCandidate(fleet, view, fleet.usage, req, seeded, s.instances[0].chosen, context + tiebreak + ": ");
+      EXPECT_EQ(Describe(Schedule(view, req, seeded)), Describe(s)) << context << tiebreak << " not deterministic";
+    }
+  }
+  // The generator must exercise both answers and the alternates, or the test proves little.
+  EXPECT_GT(placed, trials / 4);
+  EXPECT_GT(refused, trials / 20);
+  EXPECT_GT(with_alternates, placed / 4);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::cout << "[ measure  ] " << trials << " fleets: " << placed << " placed, " << refused << " refused, "
+            << with_alternates << " with alternates, " << seconds << " s\n";
+}
+
+// N instances: each is the best fitting host of the fleet with the earlier instances applied
+// (FleetView::Apply on a copy), with --different-hosts never on a host twice; when one does not
+// fit, the earlier ones are returned, all_placed is false and why_not explains the whole fleet.
+TEST(SchedulerBruteForce, CountInstancesAreSequentialBestFits) {
+  int complete = 0, partial = 0, repeated_host = 0, trials = 0;
+  for (uint64_t seed = 5001; seed <= 7000; ++seed) {
+    std::mt19937_64 rng(seed);
+    FleetShape shape;
+    shape.hosts = Uniform(rng, 3, 7);
+    TestFleet fleet = RandomFleet(rng, shape);
+    const FleetView view = FleetView::FromSnapshot(fleet.snapshot);
+    FlavorShape flavor = RandomGpuShape(rng, testing::SomeHostsGpu(rng, fleet));
+    if (flavor.gpus > 4) flavor.gpus = Uniform(rng, 1, 4);  // several instances per host possible
+    const placement::PlacementRequest req = RequestOf(flavor);
+    ++trials;
+    ScheduleOptions o;
+    o.count = Uniform(rng, 2, 6);
+    o.different_hosts = Chance(rng, 50);
+    o.strategy = Chance(rng, 30) ? FleetStrategy::kSpread : FleetStrategy::kPack;
+    o.where = RandomWhere(rng);
+    o.alternates = Uniform(rng, 0, 3);
+    const std::string context = "seed " + std::to_string(seed) + " flavor " + req.flavor + " count " +
+                                std::to_string(o.count) + (o.different_hosts ? " different-hosts" : "") + ": ";
+
+    const ScheduleResult r = Schedule(view, req, o);
+    EXPECT_EQ(Describe(Schedule(view, req, o)), Describe(r)) << context << "not deterministic";
+    EXPECT_EQ(r.all_placed, static_cast<int>(r.instances.size()) == o.count) << context;
+    FleetView copy = view;  // the scheduler must not change the view; we apply on a copy
+    std::map<std::string, placement::HostUsage> usage = fleet.usage;
+    std::map<std::string, std::vector<int>> on_host;
+    std::set<std::string> used;
+    for (size_t k = 0; k < r.instances.size(); ++k) {
+      const InstanceDecision& d = r.instances[k];
+      const std::string ctx = context + "instance " + std::to_string(k) + ": ";
+      const std::vector<Fit> fits = BruteForce(fleet, usage, req, o, o.different_hosts ? used : std::set<std::string>{});
+      ASSERT_FALSE(fits.empty()) << ctx << "placed where brute force finds no host";
+      std::vector<std::string> expected, got = {d.chosen.host};
+      for (size_t j = 0; j < fits.size() && j <= static_cast<size_t>(o.alternates); ++j) expected.push_back(fits[j].host);
+      for (const Candidate& c : d.alternates) got.push_back(c.host);
+      EXPECT_EQ(got, expected) << ctx << Describe(r);
+      ExpectValidCandidate(fleet, copy, usage, req, o, d.chosen, ctx);
+      for (const Candidate& c : d.alternates) ExpectValidCandidate(fleet, copy, usage, req, o, c, ctx);
+      EXPECT_EQ(d.chosen.assumed_instances, on_host[d.chosen.host]) << ctx;
+      for (const Candidate& c : d.alternates) EXPECT_EQ(c.assumed_instances, on_host[c.host]) << ctx;
+      if (o.different_hosts) {
+        EXPECT_FALSE(used.count(d.chosen.host)) << ctx << "--different-hosts repeated " << d.chosen.host;
+        for (const Candidate& c : d.alternates) EXPECT_FALSE(used.count(c.host)) << ctx << "alternate repeats " << c.host;
+      } else if (used.count(d.chosen.host)) {
+        ++repeated_host;
+      }
+      used.insert(d.chosen.host);
+      on_host[d.chosen.host].push_back(static_cast<int>(k));
+      ASSERT_EQ(copy.Apply(d.chosen.host_index, d.chosen.placement), "") << ctx;
+      ASSERT_EQ(usage[d.chosen.host].Apply(d.chosen.placement), "") << ctx;
+    }
+    if (r.all_placed) {
+      ++complete;
+      EXPECT_TRUE(r.why_not.empty()) << context;
+    } else {
+      ++partial;
+      EXPECT_TRUE(BruteForce(fleet, usage, req, o, o.different_hosts ? used : std::set<std::string>{}).empty())
+          << context << "stopped at instance " << r.instances.size() << " but brute force fits it";
+      ExpectWhyNotCoversFleet(fleet, r, o, o.different_hosts ? static_cast<int>(used.size()) : 0, context);
+    }
+  }
+  // Generator health: both outcomes, and several instances on one host, must come up often.
+  EXPECT_GT(complete, trials / 8);
+  EXPECT_GT(partial, trials / 10);
+  EXPECT_GT(repeated_host, 10);
+  std::cout << "[ measure  ] " << trials << " requests: " << complete << " all placed, " << partial
+            << " partly, " << repeated_host << " instances on a host already holding one\n";
+}
+
+// Hosts that may not take placements are never chosen, offered as alternates or engine-ranked,
+// and are named per cause; time for staleness is the option's, else the view's.
+TEST(Scheduler, FilteredHostsAreNeverChosenAndAreCountedPerCause) {
+  TestFleet fleet;
+  fleet.snapshot.taken_at = testing::kSnapshotTime;
+  const testing::Sku& h100 = SkuNamed("hgx-h100");
+  auto add = [&](const std::string& name, HostAdminState state, const std::string& az, bool stale) {
+    HostRecord r;
+    r.name = name;
+    r.topology_id = h100.id;
+    r.state = state;
+    r.labels = {{"gpu", "h100"}, {"az", az}};
+    if (stale) {
+      r.heartbeat_at = testing::kSnapshotTime - 1000;
+      r.stale_after_s = 300;
+    }
+    fleet.snapshot.hosts.push_back(r);
+    fleet.snapshot.topologies[h100.id] = h100.hardware;
+    fleet.sku[name] = &h100;
+    fleet.usage[name];
+  };
+  add("a-disabled", HostAdminState::kDisabled, "a", false);
+  add("b-maintenance", HostAdminState::kMaintenance, "a", false);
+  add("c-stale", HostAdminState::kEnabled, "a", true);
+  add("d-other-az", HostAdminState::kEnabled, "b", false);
+  add("e-ok", HostAdminState::kEnabled, "a", false);
+  const FleetView view = FleetView::FromSnapshot(fleet.snapshot);
+
+  FlavorShape one;
+  one.alias = "h100";
+  one.gpus = 1;
+  ScheduleOptions o;
+  o.where = {ParseRequirement("az=a", "--where")};
+  ScheduleResult r = Schedule(view, RequestOf(one), o);
+  ASSERT_TRUE(r.all_placed);
+  EXPECT_EQ(r.instances[0].chosen.host, "e-ok");
+  EXPECT_TRUE(r.instances[0].alternates.empty()) << Describe(r);
+  EXPECT_EQ(r.hosts_ranked, 1);
+
+  // Without --where the other-az host is the only alternate.
+  r = Schedule(view, RequestOf(one), ScheduleOptions{});
+  ASSERT_TRUE(r.all_placed);
+  EXPECT_EQ(r.instances[0].chosen.host, "d-other-az");  // equal rank: by name
+  ASSERT_EQ(r.instances[0].alternates.size(), 1u);
+  EXPECT_EQ(r.instances[0].alternates[0].host, "e-ok");
+
+  // A heartbeat 1000 s old is fresh 10 s after it.
+  ScheduleOptions later = o;
+  later.now_unix = testing::kSnapshotTime - 990;
+  r = Schedule(view, RequestOf(one), later);
+  ASSERT_TRUE(r.all_placed);
+  EXPECT_EQ(r.instances[0].chosen.host, "c-stale");
+
+  // Eight H100s on one cell cannot fit (four per node, numa_policy required): every host explained.
+  FlavorShape eight = one;
+  eight.gpus = 8;
+  r = Schedule(view, RequestOf(eight), o);
+  ASSERT_FALSE(r.all_placed);
+  ExpectWhyNotCoversFleet(fleet, r, o, 0, "eight on one cell: ");
+  std::map<std::string, int> causes;
+  for (const CauseCount& c : r.why_not) causes[c.cause] = c.hosts;
+  EXPECT_EQ(causes["disabled"], 1);
+  EXPECT_EQ(causes["maintenance"], 1);
+  EXPECT_EQ(causes["stale (no heartbeat from its agent)"], 1);
+  EXPECT_EQ(causes["labels do not match --where"], 1);
+  EXPECT_EQ(r.why_not.size(), 5u) << Describe(r);
+  const std::vector<std::string> lines = DescribeCauses(r.why_not);
+  ASSERT_EQ(lines.size(), 5u);
+  EXPECT_NE(lines[0].find("1 host: "), std::string::npos) << lines[0];
+}
+
+// Twenty-four identical idle hosts: every one is an equally good answer. Without a seed the
+// first by name; each seed picks one deterministically, and different replicas pick different
+// hosts. The engine runs once for all of them (one distinct host state).
+TEST(Scheduler, TiebreakSeedSpreadsReplicasOverEqualHosts) {
+  std::mt19937_64 rng(77);
+  FleetShape shape;
+  shape.hosts = 24;
+  shape.max_claims_per_host = 0;
+  shape.disabled_percent = shape.maintenance_percent = shape.stale_percent = 0;
+  shape.fixtures = {"hgx-h100"};
+  TestFleet fleet = RandomFleet(rng, shape);
+  for (HostRecord& r : fleet.snapshot.hosts) {  // same policy everywhere: equal keys
+    r.policy = {};
+    r.heartbeat_at.reset();
+  }
+  const FleetView view = FleetView::FromSnapshot(fleet.snapshot);
+  FlavorShape one;
+  one.alias = "h100";
+  one.gpus = 2;
+  one.cells = 2;
+  one.vcpus_per_cell = 8;
+  const placement::PlacementRequest req = RequestOf(one);
+
+  ScheduleResult plain = Schedule(view, req, ScheduleOptions{});
+  ASSERT_TRUE(plain.all_placed);
+  EXPECT_EQ(plain.instances[0].chosen.host, "h00");
+  EXPECT_EQ(plain.engine_calls, 1);
+  std::set<std::string> chosen;
+  for (int replica = 0; replica < 12; ++replica) {
+    ScheduleOptions o;
+    o.tiebreak_seed = "scheduler-" + std::to_string(replica);
+    ScheduleResult r = Schedule(view, req, o);
+    ASSERT_TRUE(r.all_placed);
+    EXPECT_EQ(Describe(Schedule(view, req, o)), Describe(r));
+    EXPECT_EQ(r.engine_calls, 1);
+    chosen.insert(r.instances[0].chosen.host);
+    // Same placement on every equal host, only the name differs.
+    placement::Placement p = r.instances[0].chosen.placement, q = plain.instances[0].chosen.placement;
+    p.host = q.host = "";
+    EXPECT_EQ(placement::WritePlacementJson(p), placement::WritePlacementJson(q));
+  }
+  EXPECT_GE(chosen.size(), 6u) << "12 replicas should spread over many of 24 equal hosts";
+}
+
+// Used hosts rank before idle ones under pack and after under spread; a host whose GPU node is
+// partly used ranks before a host with the same free counts whose nodes are whole.
+TEST(Scheduler, PackKeepsWholeHostsAndNodesFree) {
+  TestFleet fleet;
+  fleet.snapshot.taken_at = testing::kSnapshotTime;
+  const testing::Sku& h100 = SkuNamed("hgx-h100");
+  for (const char* name : {"a-idle", "b-one-gpu-used", "c-cpus-used"}) {
+    HostRecord r;
+    r.name = name;
+    r.topology_id = h100.id;
+    fleet.snapshot.hosts.push_back(r);
+    fleet.snapshot.topologies[h100.id] = h100.hardware;
+    fleet.sku[name] = &h100;
+    fleet.usage[name];
+  }
+  FlavorShape gpu;
+  gpu.alias = "h100";
+  gpu.gpus = 1;
+  gpu.vcpus_per_cell = 4;
+  ASSERT_TRUE(AddEngineClaim(&fleet, "b-one-gpu-used", gpu));
+  FlavorShape cpus;
+  cpus.vcpus_per_cell = 4;
+  ASSERT_TRUE(AddEngineClaim(&fleet, "c-cpus-used", cpus));
+  const FleetView view = FleetView::FromSnapshot(fleet.snapshot);
+
+  ScheduleOptions pack;
+  pack.alternates = 2;
+  ScheduleResult r = Schedule(view, RequestOf(gpu), pack);
+  ASSERT_TRUE(r.all_placed);
+  // Fewest free GPUs first; then c (4 CPUs used) before the idle a.
+  EXPECT_EQ(r.instances[0].chosen.host, "b-one-gpu-used");
+  ASSERT_EQ(r.instances[0].alternates.size(), 2u);
+  EXPECT_EQ(r.instances[0].alternates[0].host, "c-cpus-used");
+  EXPECT_EQ(r.instances[0].alternates[1].host, "a-idle");
+
+  ScheduleOptions spread = pack;
+  spread.strategy = FleetStrategy::kSpread;
+  r = Schedule(view, RequestOf(gpu), spread);
+  ASSERT_TRUE(r.all_placed);
+  EXPECT_EQ(r.instances[0].chosen.host, "a-idle") << Describe(r);
+}
+
+TEST(Scheduler, CauseOfNamesTheResource) {
+  EXPECT_EQ(CauseOf("PCI alias 'h100': 2 free matching devices on the host, needs 4"), "PCI devices");
+  EXPECT_EQ(CauseOf("host: 3 free pinnable CPUs, needs 8"), "CPUs");
+  EXPECT_EQ(CauseOf("node 0: 10 free pages of 1048576 KiB, needs 128"), "memory");
+  EXPECT_EQ(CauseOf("something else"), "other");
+  EXPECT_EQ(DescribeCauses({{"PCI devices", 4812, "gpu-0042: x"}}),
+            std::vector<std::string>{"4,812 hosts: PCI devices (e.g. gpu-0042: x)"});
+}
+
+}  // namespace
+}  // namespace accel::fleet
