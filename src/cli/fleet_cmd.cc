@@ -16,6 +16,7 @@
 #include "cli/placement_text.h"
 #include "cli/table.h"
 #include "common/error.h"
+#include "common/structured_file.h"
 #include "common/yaml_out.h"
 #include "fleet/capacity.h"
 #include "fleet/claimer.h"
@@ -30,6 +31,7 @@
 #include "placement/libvirt_domain.h"
 #include "placement/pci_alias.h"
 #include "placement/placement_json.h"
+#include "telemetry/http_client.h"
 #include "topology/sources.h"
 
 namespace accel::cli {
@@ -43,6 +45,60 @@ constexpr const char* kStoreHelp =
     "schedulers); default $ACCEL_FLEET_STORE, else the SQLite file `accel place --claim` uses";
 
 std::string StoreOrDefault(const std::string& flag) { return flag.empty() ? fleet::DefaultStoreUrl() : flag; }
+
+/// --server URL: talk to a running `accel fleet serve` instead of opening the store.
+struct ServerFlags {
+  std::string url;      ///< "" = use the store
+  std::string ca_file;  ///< --server-ca
+  bool insecure = false;
+};
+
+void AddServerFlags(CLI::App* cmd, ServerFlags* f) {
+  cmd->add_option("--server", f->url,
+                  "talk to a running `accel fleet serve` (http://HOST:PORT, https://USER:PASS@HOST:PORT) "
+                  "instead of opening the store");
+  cmd->add_option("--server-ca", f->ca_file, "CA bundle (PEM) that signed the service's TLS certificate");
+  cmd->add_flag("--server-insecure", f->insecure, "https without verifying the service's certificate (labs only)");
+}
+
+// Calls the service; a 4xx answer is bad input (its error text), anything else not 2xx is the
+// system refusing. Returns the parsed JSON body.
+nlohmann::ordered_json CallServer(const ServerFlags& f, const std::string& method, const std::string& path,
+                                  const std::string& body = "") {
+  telemetry::HttpCallOptions options;
+  options.ca_file = f.ca_file;
+  options.insecure = f.insecure;
+  telemetry::HttpResponse r = telemetry::HttpCall(f.url, method, path, body, options);
+  nlohmann::ordered_json doc;
+  try {
+    doc = nlohmann::ordered_json::parse(r.body);
+  } catch (const nlohmann::json::exception&) {
+    if (r.status == 401) throw InputError("--server", "", "the service wants credentials (401)", "use https://USER:PASS@HOST:PORT");
+    throw SystemError("unexpected answer from", f.url, "HTTP " + std::to_string(r.status) + ": " + r.body.substr(0, 120));
+  }
+  const std::string error = doc.is_object() && doc.contains("error") ? doc["error"].get<std::string>() : "";
+  if (r.status >= 400 && r.status < 500) throw InputError(f.url + path, "", error.empty() ? "HTTP " + std::to_string(r.status) : error);
+  if (r.status >= 300) throw SystemError("the service refused", f.url + path, error.empty() ? "HTTP " + std::to_string(r.status) : error);
+  return doc;
+}
+
+std::string UrlEncode(const std::string& s) {
+  static const char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+// A file of flavors or aliases as the JSON the API takes.
+nlohmann::json FileAsJson(const std::string& path) { return ReadStructuredFile(path); }
 
 // Runs a command body, mapping the errors every fleet command shares to exit codes.
 template <typename Body>
@@ -92,6 +148,7 @@ fleet::FleetView LoadView(FleetStore& store) { return fleet::FleetView::FromSnap
 
 struct HostOptions {
   std::string store;
+  ServerFlags server;
   std::string name;
   std::string topology;
   std::vector<std::string> labels;
@@ -175,9 +232,33 @@ int HostRemove(const HostOptions& o) {
   return kExitOk;
 }
 
+// The hosts table from accel.fleet-hosts/v1 host objects.
+std::string HostsTable(const nlohmann::ordered_json& hosts) {
+  std::vector<std::vector<std::string>> rows = {{"NAME", "STATE", "LABELS", "GPUS FREE", "CPUS FREE", "CLAIMS", "HARDWARE"}};
+  for (const auto& h : hosts) {
+    std::string labels;
+    for (const auto& [k, v] : h["labels"].items()) labels += (labels.empty() ? "" : ",") + k + "=" + v.get<std::string>();
+    std::string state = h["state"].get<std::string>() + (h["stale"].get<bool>() ? ",stale" : "");
+    rows.push_back({h["name"].get<std::string>(), state, labels.empty() ? "-" : labels,
+                    std::to_string(h["accelerators"]["free"].get<int>()) + "/" + std::to_string(h["accelerators"]["total"].get<int>()),
+                    std::to_string(h["pinnable_cpus"]["free"].get<int>()) + "/" + std::to_string(h["pinnable_cpus"]["total"].get<int>()),
+                    std::to_string(h["claims"].size()), h["topology"].get<std::string>().substr(7, 12)});
+  }
+  return FormatTable(rows);
+}
+
 int HostList(const HostOptions& o) {
-  auto store = FleetStore::Open(StoreOrDefault(o.store));
   const std::vector<fleet::LabelRequirement> where = ParseWhere(o.where);
+  if (!o.server.url.empty()) {
+    std::string query;
+    for (const std::string& w : o.where) query += (query.empty() ? "?" : "&") + std::string("where=") + UrlEncode(w);
+    nlohmann::ordered_json doc = CallServer(o.server, "GET", "/api/v1/hosts" + query);
+    if (o.output != "table") Emit(doc, o.output);
+    else if (doc["hosts"].empty()) std::cout << "no hosts at " << o.server.url << "\n";
+    else std::cout << HostsTable(doc["hosts"]);
+    return kExitOk;
+  }
+  auto store = FleetStore::Open(StoreOrDefault(o.store));
   fleet::FleetView view = LoadView(*store);
   if (o.output != "table") {
     nlohmann::ordered_json doc;
@@ -188,16 +269,11 @@ int HostList(const HostOptions& o) {
     Emit(doc, o.output);
     return kExitOk;
   }
-  std::vector<std::vector<std::string>> rows = {{"NAME", "STATE", "LABELS", "GPUS FREE", "CPUS FREE", "CLAIMS", "HARDWARE"}};
-  for (const fleet::HostEntry& e : view.hosts()) {
-    if (!fleet::MatchesAll(where, e.record.labels)) continue;
-    rows.push_back({e.record.name, HostState(e.record, view.taken_at()), JoinLabels(e.record.labels),
-                    std::to_string(e.summary.free_accelerators) + "/" + std::to_string(e.summary.total_accelerators),
-                    std::to_string(e.summary.free_pinnable_cpus) + "/" + std::to_string(e.summary.total_pinnable_cpus),
-                    std::to_string(e.claims.size()), e.record.topology_id.substr(7, 12)});
-  }
-  if (rows.size() == 1) std::cout << "no hosts in " << store->url() << "\n";
-  else std::cout << FormatTable(rows);
+  nlohmann::ordered_json hosts = nlohmann::ordered_json::array();
+  for (const fleet::HostEntry& e : view.hosts())
+    if (fleet::MatchesAll(where, e.record.labels)) hosts.push_back(fleet::HostJson(e, view.taken_at()));
+  if (hosts.empty()) std::cout << "no hosts in " << store->url() << "\n";
+  else std::cout << HostsTable(hosts);
   return kExitOk;
 }
 
@@ -269,6 +345,7 @@ void RegisterHost(CLI::App* fleet_cmd, int* exit_code) {
       "  accel fleet host list --where gpu=h100 -o json\n\n"
       "Exit status: 0 listed; 2 bad input; 5 store refused.");
   common(l, ls);
+  AddServerFlags(l, &ls->server);
   l->add_option("--where", ls->where, "only hosts whose labels match (key=value, key!=value, key, !key; repeat)");
   out(l, ls, true);
   l->callback([ls, exit_code] { *exit_code = Guarded("fleet host list", [&] { return HostList(*ls); }); });
@@ -276,10 +353,16 @@ void RegisterHost(CLI::App* fleet_cmd, int* exit_code) {
   auto show = std::make_shared<HostOptions>();
   CLI::App* s = host->add_subcommand("show", "Show one host: record, free resources and its claims.\n\nExit status: 0 shown; 2 no such host; 5 store refused.");
   common(s, show);
+  AddServerFlags(s, &show->server);
   s->add_option("--name,NAME", show->name, "host to show")->required();
   out(s, show, true);
   s->callback([show, exit_code] {
     *exit_code = Guarded("fleet host show", [&] {
+      if (!show->server.url.empty()) {
+        nlohmann::ordered_json doc = CallServer(show->server, "GET", "/api/v1/hosts/" + UrlEncode(show->name));
+        Emit(doc, show->output == "table" ? "yaml" : show->output);
+        return kExitOk;
+      }
       auto store = FleetStore::Open(StoreOrDefault(show->store));
       PrintHost(*store, show->name, show->output);
       return kExitOk;
@@ -291,6 +374,7 @@ void RegisterHost(CLI::App* fleet_cmd, int* exit_code) {
 
 struct PlaceOptions {
   std::string store;
+  ServerFlags server;
   std::string flavor;
   std::string aliases;
   int count = 1;
@@ -303,7 +387,48 @@ struct PlaceOptions {
   std::string output = "text";
 };
 
+// `accel fleet place --server`: the service decides (and claims); text output is a summary,
+// since the hosts' hardware stays with the service.
+int PlaceThroughServer(const PlaceOptions& o) {
+  if (o.output == "libvirt")
+    throw InputError("-o libvirt", "", "needs the host's hardware, which stays with the service", "use -o json, or --store");
+  nlohmann::json body;
+  body["flavor"] = FileAsJson(o.flavor);
+  if (!o.aliases.empty()) body["aliases"] = FileAsJson(o.aliases);
+  body["count"] = o.count;
+  body["different_hosts"] = o.different_hosts;
+  body["where"] = o.where;
+  body["strategy"] = o.strategy;
+  body["claim"] = o.claim;
+  body["alternates"] = o.alternates;
+  if (!o.seed.empty()) body["seed"] = o.seed;
+  nlohmann::ordered_json doc = CallServer(o.server, "POST", "/api/v1/place", body.dump());
+  const bool placed = doc.value("placed", false);
+  if (o.output != "text") {
+    Emit(doc, o.output);
+    return placed ? kExitOk : kExitNoFit;
+  }
+  int k = 0;
+  for (const auto& i : doc["instances"]) {
+    std::cout << "instance " << ++k << " of " << o.count << ": host " << i["host"].get<std::string>();
+    if (i.contains("claim")) std::cout << " (claim " << i["claim"].get<std::string>() << ")";
+    std::cout << "\n";
+    for (const auto& cell : i["placement"]["cells"])
+      std::cout << "  cell " << cell["guest_cell"] << " -> node " << cell["host_node"] << "\n";
+    for (const auto& d : i["placement"]["devices"])
+      std::cout << "  device " << d["address"].get<std::string>() << "\n";
+  }
+  if (!placed) {
+    std::cout << doc["flavor"].get<std::string>() << ": not placed\n";
+    for (const auto& w : doc["why_not"])
+      std::cout << "  - " << w["hosts"] << " hosts: " << w["cause"].get<std::string>()
+                << (w["example"].get<std::string>().empty() ? "" : " (e.g. " + w["example"].get<std::string>() + ")") << "\n";
+  }
+  return placed ? kExitOk : kExitNoFit;
+}
+
 int Place(const PlaceOptions& o) {
+  if (!o.server.url.empty()) return PlaceThroughServer(o);
   std::vector<placement::PlacementRequest> requests = LoadRequests({o.flavor}, o.aliases);
   if (requests.size() != 1)
     throw InputError(o.flavor, "", "holds " + std::to_string(requests.size()) + " flavors; fleet place places one",
@@ -374,6 +499,7 @@ int Place(const PlaceOptions& o) {
 
 struct CapacityCmdOptions {
   std::string store;
+  ServerFlags server;
   std::vector<std::string> flavors;
   std::string aliases;
   std::vector<std::string> where;
@@ -381,37 +507,59 @@ struct CapacityCmdOptions {
   std::string output = "table";
 };
 
-int CapacityCmd(const CapacityCmdOptions& o) {
-  std::vector<placement::PlacementRequest> requests = LoadRequests(o.flavors, o.aliases);
-  fleet::CapacityOptions co;
-  co.where = ParseWhere(o.where);
-  co.group_by = o.group_by;
-  if (!co.group_by.empty()) fleet::ParseRequirement(co.group_by, "--group-by");
-  auto store = FleetStore::Open(StoreOrDefault(o.store));
-  fleet::FleetView view = LoadView(*store);
-  fleet::CapacityReport report = fleet::Capacity(view, requests, co);
-  if (o.output != "table") {
-    Emit(fleet::CapacityJson(report, co.group_by), o.output);
-    return kExitOk;
-  }
+// The capacity table from an accel.fleet-capacity/v1 document.
+void PrintCapacityTable(const nlohmann::ordered_json& doc, const std::string& group_by, bool filtered) {
   std::vector<std::vector<std::string>> rows;
   std::vector<std::string> header = {"FLAVOR", "MORE INSTANCES", "RUNS OUT FIRST"};
   std::set<std::string> groups;
-  for (const fleet::FlavorCapacity& f : report.flavors)
-    for (const auto& [g, n] : f.by_group) groups.insert(g);
-  for (const std::string& g : groups) header.push_back(co.group_by + "=" + g);
+  const std::string by = "by_" + group_by;
+  for (const auto& f : doc["flavors"])
+    if (!group_by.empty() && f.contains(by))
+      for (const auto& [g, n] : f[by].items()) groups.insert(g);
+  for (const std::string& g : groups) header.push_back(group_by + "=" + g);
   rows.push_back(header);
-  for (const fleet::FlavorCapacity& f : report.flavors) {
-    std::vector<std::string> row = {f.flavor, std::to_string(f.count),
-                                    f.runs_out_first.empty() ? "-" : f.runs_out_first + " (" + std::to_string(f.stops_on.at(f.runs_out_first)) + " hosts)"};
-    for (const std::string& g : groups) row.push_back(std::to_string(f.by_group.count(g) ? f.by_group.at(g) : 0));
+  for (const auto& f : doc["flavors"]) {
+    const std::string out = f["runs_out_first"].get<std::string>();
+    std::vector<std::string> row = {f["flavor"].get<std::string>(), std::to_string(f["count"].get<int64_t>()),
+                                    out.empty() ? "-" : out + " (" + std::to_string(f["stops_on"][out].get<int>()) + " hosts)"};
+    for (const std::string& g : groups)
+      row.push_back(std::to_string(f[by].contains(g) ? f[by][g].get<int64_t>() : 0));
     rows.push_back(row);
   }
-  std::cout << report.eligible_hosts << " hosts counted (enabled, not stale" << (co.where.empty() ? "" : ", matching --where") << ")\n";
+  std::cout << doc["hosts"] << " hosts counted (enabled, not stale" << (filtered ? ", matching --where" : "") << ")\n";
   std::cout << FormatTable(rows);
-  std::cout << "stranded accelerators: " << report.stranded_accelerators << "\n";
-  for (const fleet::StrandedHost& s : report.stranded)
-    std::cout << "  " << s.host << ": " << s.stranded.size() << " of " << s.free_accelerators << " free unusable; " << s.reason << "\n";
+  std::cout << "stranded accelerators: " << doc["stranded_accelerators"] << "\n";
+  for (const auto& s : doc["stranded"])
+    std::cout << "  " << s["host"].get<std::string>() << ": " << s["stranded"].size() << " of " << s["free_accelerators"]
+              << " free unusable; " << s["reason"].get<std::string>() << "\n";
+}
+
+int CapacityCmd(const CapacityCmdOptions& o) {
+  if (!o.group_by.empty()) fleet::ParseRequirement(o.group_by, "--group-by");
+  nlohmann::ordered_json doc;
+  if (!o.server.url.empty()) {
+    nlohmann::json body;
+    body["flavors"] = nlohmann::json::array();
+    for (const std::string& file : o.flavors) {
+      nlohmann::json f = FileAsJson(file);
+      if (f.is_array()) for (auto& one : f) body["flavors"].push_back(one);
+      else body["flavors"].push_back(f);
+    }
+    if (!o.aliases.empty()) body["aliases"] = FileAsJson(o.aliases);
+    body["where"] = o.where;
+    body["group_by"] = o.group_by;
+    doc = CallServer(o.server, "POST", "/api/v1/capacity", body.dump());
+  } else {
+    std::vector<placement::PlacementRequest> requests = LoadRequests(o.flavors, o.aliases);
+    fleet::CapacityOptions co;
+    co.where = ParseWhere(o.where);
+    co.group_by = o.group_by;
+    auto store = FleetStore::Open(StoreOrDefault(o.store));
+    fleet::FleetView view = LoadView(*store);
+    doc = fleet::CapacityJson(fleet::Capacity(view, requests, co), co.group_by);
+  }
+  if (o.output != "table") Emit(doc, o.output);
+  else PrintCapacityTable(doc, o.group_by, !o.where.empty());
   return kExitOk;
 }
 
@@ -419,6 +567,7 @@ int CapacityCmd(const CapacityCmdOptions& o) {
 
 struct SimpleOptions {
   std::string store;
+  ServerFlags server;
   std::string host;
   std::vector<std::string> ids;
   std::string output = "table";
@@ -440,6 +589,7 @@ void RegisterPlaceAndClaims(CLI::App* fleet_cmd, int* exit_code) {
       "Exit status: 0 all placed (and claimed); 1 not all placed (nothing claimed); 2 bad input;\n"
       "5 the store refused or cannot be reached.");
   p->add_option("--store", po->store, kStoreHelp);
+  AddServerFlags(p, &po->server);
   p->add_option("--flavor", po->flavor, "flavor file (one flavor; YAML/JSON or `openstack flavor show -f json`)")->required();
   p->add_option("--aliases", po->aliases, "Nova [pci]alias definitions (JSON/YAML)");
   p->add_option("--count", po->count, "instances to place (all or nothing)")->check(CLI::Range(1, 100000))->capture_default_str();
@@ -466,6 +616,7 @@ void RegisterPlaceAndClaims(CLI::App* fleet_cmd, int* exit_code) {
       "  accel fleet capacity --flavor flavors.yaml --group-by az -o json\n\n"
       "Exit status: 0 shown; 2 bad input; 5 store refused.");
   c->add_option("--store", co->store, kStoreHelp);
+  AddServerFlags(c, &co->server);
   c->add_option("--flavor", co->flavors, "flavor file(s); a file may hold several flavors (repeat)")->required();
   c->add_option("--aliases", co->aliases, "Nova [pci]alias definitions (JSON/YAML)");
   c->add_option("--where", co->where, "only hosts whose labels match (repeat)");
@@ -476,10 +627,21 @@ void RegisterPlaceAndClaims(CLI::App* fleet_cmd, int* exit_code) {
   auto lo = std::make_shared<SimpleOptions>();
   CLI::App* l = fleet_cmd->add_subcommand("claims", "List the fleet's claims (as `accel claims`).\n\nExit status: 0 listed; 2 bad input; 5 store refused.");
   l->add_option("--store", lo->store, kStoreHelp);
+  AddServerFlags(l, &lo->server);
   l->add_option("--host", lo->host, "only the claims on this host");
   l->add_option("-o,--output", lo->output, "table (default), json or yaml")->check(CLI::IsMember({"table", "json", "yaml"}));
   l->callback([lo, exit_code] {
     *exit_code = Guarded("fleet claims", [&] {
+      if (!lo->server.url.empty()) {
+        nlohmann::ordered_json doc =
+            CallServer(lo->server, "GET", "/api/v1/claims" + (lo->host.empty() ? "" : "?host=" + UrlEncode(lo->host)));
+        std::vector<fleet::Claim> claims;
+        for (const auto& c : doc["claims"])
+          claims.push_back({c["id"], c["host"], c["flavor"], c["created_at"],
+                            placement::PlacementFromJson(c["placement"], lo->server.url + " (claim " + c["id"].get<std::string>() + ")")});
+        PrintClaims(claims, lo->output, lo->server.url);
+        return kExitOk;
+      }
       auto store = FleetStore::Open(StoreOrDefault(lo->store));
       std::optional<std::string> host;
       if (!lo->host.empty()) host = lo->host;
@@ -491,9 +653,19 @@ void RegisterPlaceAndClaims(CLI::App* fleet_cmd, int* exit_code) {
   auto ro = std::make_shared<SimpleOptions>();
   CLI::App* r = fleet_cmd->add_subcommand("release", "Release claims by id (as `accel release`).\n\nExit status: 0 all released; 1 some id was not found; 2 bad input; 5 store refused.");
   r->add_option("--store", ro->store, kStoreHelp);
+  AddServerFlags(r, &ro->server);
   r->add_option("ID", ro->ids, "claim ids")->required();
   r->callback([ro, exit_code] {
     *exit_code = Guarded("fleet release", [&] {
+      if (!ro->server.url.empty()) {
+        nlohmann::json body;
+        body["ids"] = ro->ids;
+        nlohmann::ordered_json doc = CallServer(ro->server, "POST", "/api/v1/release", body.dump());
+        for (const auto& id : doc["released"]) std::cout << "released " << id.get<std::string>() << "\n";
+        for (const auto& id : doc["missing"])
+          std::cerr << "accel fleet release: no claim " << id.get<std::string>() << " at " << ro->server.url << "\n";
+        return doc["missing"].empty() ? static_cast<int>(kExitOk) : static_cast<int>(kExitNoFit);
+      }
       auto store = FleetStore::Open(StoreOrDefault(ro->store));
       int rc = kExitOk;
       for (const std::string& id : ro->ids) {
