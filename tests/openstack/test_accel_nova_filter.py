@@ -1,0 +1,610 @@
+"""AccelFleetFilter (deploy/openstack/accel_nova_filter.py) with Nova's real scheduler classes
+against a real `accel fleet serve`.
+
+Run by Debian's /usr/bin/python3 with python3-nova (Nova 26, Zed) installed:
+
+    ACCEL_BINARY=build/accel /usr/bin/python3 tests/openstack/test_accel_nova_filter.py -v
+
+(tests/cli/nova_filter_test.cc runs it under ctest.) The filter is loaded the way nova-scheduler
+loads it — HostManager reads [filter_scheduler] available_filters/enabled_filters — and driven
+through HostManager.get_filtered_hosts, the call FilterScheduler makes per instance index, with
+HostState.consume_from_request between indexes as SchedulerManager._schedule does. Request specs
+are built as nova-api builds them (hardware.numa_get_constraints, pci.request.
+get_pci_requests_from_flavor). The fleet is made with the accel CLI in a temporary SQLite store;
+each test class starts its own service on 127.0.0.1:0.
+"""
+
+import json
+import logging
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+from unittest import mock
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO, 'deploy', 'openstack'))
+
+from oslo_config import fixture as config_fixture  # noqa: E402
+
+import nova.conf  # noqa: E402
+from nova import objects  # noqa: E402
+
+objects.register_all()
+
+from nova.pci import request as pci_request  # noqa: E402
+from nova.pci import stats as pci_stats  # noqa: E402
+from nova.scheduler.filters import numa_topology_filter  # noqa: E402
+from nova.scheduler.filters import pci_passthrough_filter  # noqa: E402
+from nova.scheduler import host_manager  # noqa: E402
+from nova.virt import hardware  # noqa: E402
+
+import accel_nova_filter  # noqa: E402
+
+CONF = nova.conf.CONF
+ACCEL = os.environ.get('ACCEL_BINARY', os.path.join(REPO, 'build', 'accel'))
+HOSTS = os.path.join(REPO, 'fixtures', 'hosts')
+ALIASES = os.path.join(REPO, 'examples', 'flavors', 'aliases.json')
+LOGGER = 'accel_nova_filter'
+# assertLogs captures what the tests look at; nothing else goes to stderr.
+logging.getLogger(LOGGER).addHandler(logging.NullHandler())
+
+# bcrypt (cost 4) of 'nova-secret', made with python3-bcrypt; a constant so the test needs no
+# bcrypt module.
+NOVA_HASH = '$2b$04$hCX6ISo9PFy9fPgRzG3IV.G0.bttc8SPrOBSxwyzyP7KE1tHJQfIG'
+
+# examples/flavors/gpu-1g.yaml: one H100, 16 pinned vCPUs (+1 emulator CPU), 128 x 1 GiB pages.
+GPU_1G_SPECS = {
+    'hw:cpu_policy': 'dedicated',
+    'hw:mem_page_size': '1GB',
+    'hw:emulator_threads_policy': 'isolate',
+    'pci_passthrough:alias': 'h100:1',
+    'hw:pci_numa_affinity_policy': 'required',
+}
+
+
+def read_json(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def accel(*args):
+    """Runs the accel CLI; fails the test run with its output when it fails."""
+    p = subprocess.run([ACCEL] + list(args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       universal_newlines=True)
+    if p.returncode != 0:
+        raise AssertionError('accel %s: exit %d\n%s' % (' '.join(args), p.returncode, p.stdout))
+    return p.stdout
+
+
+def die_with_parent():
+    """In the child: SIGTERM when the test process dies (a killed test leaves no service)."""
+    import ctypes
+    import signal
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def closed_port():
+    """A local port nothing listens on (bound, then closed)."""
+    s = socket.socket()
+    s.bind(('127.0.0.1', 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class AccelService(object):
+    """`accel fleet serve` on a temporary SQLite store, on 127.0.0.1:<free port>."""
+
+    def __init__(self, workdir, store, web_config=None):
+        self.log_path = os.path.join(workdir, 'serve-%d.log' % len(os.listdir(workdir)))
+        args = [ACCEL, 'fleet', 'serve', '--store', store,
+                '--web.listen-address', '127.0.0.1:0', '--refresh-ms', '100']
+        if web_config:
+            args += ['--web.config.file', web_config]
+        self._log = open(self.log_path, 'w')
+        self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT,
+                                     preexec_fn=die_with_parent)
+        self.port = None
+        # A watchdog, not a timing assertion: the service logs its port at once.
+        deadline = time.monotonic() + 30
+        while self.port is None:
+            with open(self.log_path) as f:
+                text = f.read()
+            if '(port ' in text:
+                self.port = int(text.split('(port ', 1)[1].split(')', 1)[0])
+            elif self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise AssertionError('accel fleet serve did not start:\n' + text)
+            else:
+                time.sleep(0.05)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._log.close()
+
+
+def make_fleet(workdir):
+    """The test fleet; returns its store URL.
+
+    gpu-001  HGX H100, idle             takes 8 x gpu-1g
+    gpu-002  HGX H200                   no H100 (alias h100 is 10de:2330)
+    dev-001  devbox                     no H100
+    gpu-003  HGX H100, maintenance      no new placements
+    gpu-004  HGX H100, 7 x gpu-1g held  takes exactly 1 more
+    """
+    store = 'sqlite:' + os.path.join(workdir, 'fleet.db')
+    h100 = os.path.join(HOSTS, 'hgx-h100.json')
+    accel('fleet', 'host', 'add', '--store', store, '--topology', h100, '--name', 'gpu-001')
+    accel('fleet', 'host', 'add', '--store', store, '--topology',
+          os.path.join(HOSTS, 'hgx-h200.json'), '--name', 'gpu-002')
+    accel('fleet', 'host', 'add', '--store', store, '--topology',
+          os.path.join(HOSTS, 'devbox.json'), '--name', 'dev-001')
+    accel('fleet', 'host', 'add', '--store', store, '--topology', h100, '--name', 'gpu-003',
+          '--state', 'maintenance')
+    accel('fleet', 'host', 'add', '--store', store, '--topology', h100, '--name', 'gpu-004',
+          '--label', 'pool=busy')
+    flavor = os.path.join(workdir, 'gpu-1g.json')
+    with open(flavor, 'w') as f:
+        json.dump({'name': 'gpu-1g', 'vcpus': 16, 'ram': 131072, 'extra_specs': GPU_1G_SPECS}, f)
+    accel('fleet', 'place', '--store', store, '--flavor', flavor, '--aliases', ALIASES,
+          '--where', 'pool=busy', '--count', '7', '--claim', '-o', 'json')
+    return store
+
+
+def nova_flavor(name, vcpus, memory_mb, extra_specs):
+    return objects.Flavor(name=name, flavorid=name, vcpus=vcpus, memory_mb=memory_mb,
+                          root_gb=0, ephemeral_gb=0, swap=0, extra_specs=dict(extra_specs))
+
+
+def request_spec(flavor, num_instances=1, **kwargs):
+    """A RequestSpec as nova-api makes it: NUMA constraints and PCI requests from the flavor."""
+    image = objects.ImageMeta.from_dict({})
+    return objects.RequestSpec(
+        flavor=flavor,
+        num_instances=num_instances,
+        image=image,
+        numa_topology=hardware.numa_get_constraints(flavor, image),
+        pci_requests=pci_request.get_pci_requests_from_flavor(flavor),
+        ignore_hosts=None, force_hosts=None, force_nodes=None,
+        requested_destination=None,
+        scheduler_hints=kwargs.pop('scheduler_hints', {}),
+        instance_uuid='00000000-0000-4000-8000-%012d' % 0,
+        **kwargs)
+
+
+def host_states(*names, **nodenames):
+    """Nova HostStates named `names` (host = nodename unless nodenames maps it)."""
+    out = []
+    for name in names:
+        h = host_manager.HostState(name, nodenames.get(name, name), 'cell-1')
+        h.uuid = 'uuid-' + name
+        out.append(h)
+    return out
+
+
+class NovaFilterTestCase(unittest.TestCase):
+    """Nova config with AccelFleetFilter enabled and a HostManager that loaded it."""
+
+    url = None  # set by setUpClass of each subclass
+
+    def setUp(self):
+        self.config = self.useFixture(config_fixture.Config(CONF))
+        aliases = read_json(ALIASES)
+        self.config.config(group='pci', alias=[json.dumps(a) for a in aliases])
+        self.config.config(group='filter_scheduler', available_filters=[
+            'nova.scheduler.filters.all_filters', 'accel_nova_filter.AccelFleetFilter'])
+        self.config.config(group='filter_scheduler', enabled_filters=[
+            'ComputeFilter', 'AccelFleetFilter'])
+        self.config.config(group='accel', url=[self.url], timeout=10)
+        # HostManager as nova-scheduler makes it, without its database reads.
+        with mock.patch.object(host_manager.HostManager, 'refresh_cells_caches'), \
+                mock.patch.object(host_manager.HostManager, '_init_aggregates'), \
+                mock.patch.object(host_manager.HostManager, '_init_instance_info'):
+            self.manager = host_manager.HostManager()
+        self.filter = [f for f in self.manager.enabled_filters
+                       if f.__class__.__name__ == 'AccelFleetFilter'][0]
+        # Count the HTTP calls.
+        self.calls = []
+        real_post = self.filter._post
+
+        def counting_post(url, body):
+            self.calls.append(json.loads(body))
+            return real_post(url, body)
+        self.filter._post = counting_post
+
+    def useFixture(self, fixture):
+        fixture.setUp()
+        self.addCleanup(fixture.cleanUp)
+        return fixture
+
+    def passing(self, hosts, spec, index=0):
+        """HostManager.get_filtered_hosts; ComputeFilter passes these (no service record)."""
+        with mock.patch('nova.scheduler.filters.compute_filter.ComputeFilter.host_passes',
+                        return_value=True):
+            return [h.host for h in self.manager.get_filtered_hosts(hosts, spec, index)]
+
+    def gpu_1g(self, num_instances=1):
+        return request_spec(nova_flavor('gpu-1g', 16, 131072, GPU_1G_SPECS), num_instances)
+
+
+class ServiceTestCase(NovaFilterTestCase):
+    """One plain-HTTP service for the class."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.workdir = tempfile.mkdtemp(prefix='accel-nova-filter-')
+        cls.store = make_fleet(cls.workdir)
+        cls.service = AccelService(cls.workdir, cls.store)
+        cls.url = 'http://127.0.0.1:%d' % cls.service.port
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.service.stop()
+        shutil.rmtree(cls.workdir, ignore_errors=True)
+
+
+class TestFit(ServiceTestCase):
+
+    def test_loaded_from_nova_conf(self):
+        self.assertIsInstance(self.filter, accel_nova_filter.AccelFleetFilter)
+
+    def test_hosts_that_fit_pass_others_are_rejected_with_accel_reasons(self):
+        hosts = host_states('gpu-001', 'gpu-002', 'dev-001', 'gpu-003', 'gpu-004', 'nova-only')
+        with self.assertLogs(LOGGER, level='DEBUG') as logs:
+            self.assertEqual(self.passing(hosts, self.gpu_1g()), ['gpu-001', 'gpu-004'])
+        text = '\n'.join(logs.output)
+        self.assertIn("gpu-002 rejected for flavor gpu-1g (1 instance(s) on it): PCI alias 'h100'",
+                      text)
+        self.assertIn('dev-001 rejected', text)
+        self.assertIn('gpu-003 rejected for flavor gpu-1g (1 instance(s) on it): host is '
+                      'maintenance', text)
+        self.assertIn('nova-only rejected for flavor gpu-1g (1 instance(s) on it): not in the '
+                      'accel fleet', text)
+
+    def test_one_call_for_all_candidates_with_the_flavor_and_aliases(self):
+        hosts = host_states('gpu-001', 'gpu-002', 'dev-001', 'gpu-003', 'gpu-004')
+        self.passing(hosts, self.gpu_1g())
+        self.assertEqual(len(self.calls), 1)
+        call = self.calls[0]
+        self.assertEqual(call['hosts'], ['gpu-001', 'gpu-002', 'dev-001', 'gpu-003', 'gpu-004'])
+        self.assertEqual(call['count'], 1)
+        self.assertEqual(call['flavor'], {'name': 'gpu-1g', 'vcpus': 16, 'ram': 131072,
+                                          'extra_specs': GPU_1G_SPECS})
+        self.assertEqual(call['aliases'], read_json(ALIASES))
+
+    def test_num_instances_spread_and_stack_as_the_scheduler_consumes_hosts(self):
+        # SchedulerManager._schedule for 3 instances: filter index k over the hosts that passed
+        # index k-1, then consume the chosen host. gpu-004 takes one more, gpu-001 eight.
+        spec = self.gpu_1g(num_instances=3)
+        hosts = host_states('gpu-001', 'gpu-002', 'gpu-004')
+        by_name = {h.host: h for h in hosts}
+
+        self.assertEqual(self.passing(hosts, spec, 0), ['gpu-001', 'gpu-004'])
+        by_name['gpu-004'].consume_from_request(spec)          # instance 0 -> gpu-004
+        survivors = [by_name['gpu-001'], by_name['gpu-004']]
+        with self.assertLogs(LOGGER, level='DEBUG') as logs:
+            self.assertEqual(self.passing(survivors, spec, 1), ['gpu-001'])
+        self.assertIn('gpu-004 rejected for flavor gpu-1g (2 instance(s) on it)',
+                      '\n'.join(logs.output))
+        by_name['gpu-001'].consume_from_request(spec)          # instance 1 -> gpu-001
+        self.assertEqual(self.passing([by_name['gpu-001']], spec, 2), ['gpu-001'])
+        by_name['gpu-001'].consume_from_request(spec)          # instance 2 -> gpu-001
+
+        # Index 0 asked for every host once; later indexes only for the host just consumed.
+        self.assertEqual([(c['hosts'], c['count']) for c in self.calls],
+                         [(['gpu-001', 'gpu-002', 'gpu-004'], 1),
+                          (['gpu-004'], 2),
+                          (['gpu-001'], 2)])
+
+    def test_num_instances_beyond_a_host_stop_there(self):
+        spec = self.gpu_1g(num_instances=9)
+        (h,) = host_states('gpu-001')
+        for index in range(8):
+            self.assertEqual(self.passing([h], spec, index), ['gpu-001'], index)
+            h.consume_from_request(spec)
+        self.assertEqual(self.passing([h], spec, 8), [])
+        self.assertEqual(self.calls[-1]['count'], 9)
+
+    def test_requests_are_independent(self):
+        a, b = self.gpu_1g(num_instances=2), self.gpu_1g(num_instances=2)
+        (h,) = host_states('gpu-004')
+        self.assertEqual(self.passing([h], a, 0), ['gpu-004'])
+        h.consume_from_request(a)
+        # b starts after a consumed gpu-004 in the scheduler's memory; accel holds no claim for
+        # a's instance, so b's first instance is asked for as one.
+        self.assertEqual(self.passing([h], b, 0), ['gpu-004'])
+        self.assertEqual(self.passing([h], a, 1), [])
+
+    def test_nodename_as_the_fleet_name(self):
+        self.config.config(group='accel', host_name='nodename')
+        hosts = host_states('compute-17', 'compute-18',
+                            **{'compute-17': 'gpu-001', 'compute-18': 'gpu-002'})
+        self.assertEqual(self.passing(hosts, self.gpu_1g()), ['compute-17'])
+        self.assertEqual(self.calls[0]['hosts'], ['gpu-001', 'gpu-002'])
+
+    def test_plain_flavors_pass_without_asking_unless_check_all_requests(self):
+        plain = request_spec(nova_flavor('m1.small', 2, 2048, {}))
+        hosts = host_states('gpu-001', 'nova-only')
+        self.assertEqual(self.passing(hosts, plain), ['gpu-001', 'nova-only'])
+        self.assertEqual(self.calls, [])
+        self.config.config(group='accel', check_all_requests=True)
+        self.assertEqual(self.passing(host_states('gpu-001', 'nova-only'), plain), ['gpu-001'])
+        self.assertEqual(len(self.calls), 1)
+
+    def test_rebuild_passes_without_asking(self):
+        spec = request_spec(nova_flavor('gpu-1g', 16, 131072, GPU_1G_SPECS),
+                            scheduler_hints={'_nova_check_type': ['rebuild']})
+        self.assertEqual(self.passing(host_states('gpu-003'), spec), ['gpu-003'])
+        self.assertEqual(self.calls, [])
+
+    def test_a_flavor_accel_refuses_fails_closed_with_accels_reason(self):
+        # An alias nova.conf does not define: accel answers 400 whatever fail_open says.
+        self.config.config(group='accel', fail_open=True)
+        flavor = nova_flavor('gpu-a100', 16, 131072, {'hw:cpu_policy': 'dedicated',
+                                                      'pci_passthrough:alias': 'a100:1'})
+        # Built by hand: nova-api's get_pci_requests_from_flavor would refuse the alias itself.
+        spec = objects.RequestSpec(flavor=flavor, num_instances=1, ignore_hosts=None,
+                                   force_hosts=None, force_nodes=None,
+                                   requested_destination=None, scheduler_hints={},
+                                   instance_uuid='00000000-0000-4000-8000-000000000001')
+        with self.assertLogs(LOGGER, level='ERROR') as logs:
+            self.assertEqual(self.passing(host_states('gpu-001'), spec), [])
+        self.assertIn("accel refuses flavor gpu-a100: request body: flavor (flavor gpu-a100)",
+                      logs.output[0])
+        self.assertIn('a100', logs.output[0])
+
+    def test_second_replica_answers_when_the_first_is_down(self):
+        self.config.config(group='accel',
+                           url=['http://127.0.0.1:%d' % closed_port(), self.url])
+        with self.assertNoLogsAtWarning():
+            self.assertEqual(self.passing(host_states('gpu-001', 'gpu-002'), self.gpu_1g()),
+                             ['gpu-001'])
+
+    def assertNoLogsAtWarning(self):
+        test = self
+
+        class Guard(object):
+            def __enter__(self):
+                self.cm = test.assertLogs(LOGGER, level='DEBUG')
+                self.logs = self.cm.__enter__()
+
+            def __exit__(self, *exc):
+                self.cm.__exit__(None, None, None)
+                bad = [r for r in self.logs.records if r.levelname in ('WARNING', 'ERROR')]
+                test.assertEqual(bad, [])
+        return Guard()
+
+
+class TestServiceDown(NovaFilterTestCase):
+    """No service at [accel] url: fail closed by default, fail open when asked."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.url = 'http://127.0.0.1:%d' % closed_port()
+
+    def test_fail_closed_rejects_every_host_and_says_why(self):
+        with self.assertLogs(LOGGER, level='WARNING') as logs:
+            self.assertEqual(self.passing(host_states('gpu-001', 'gpu-002'), self.gpu_1g()), [])
+        self.assertIn('accel is unavailable', logs.output[0])
+        self.assertIn(self.url + '/api/v1/filter', logs.output[0])
+        self.assertIn('Connection refused', logs.output[0])
+        self.assertIn('no host passes', logs.output[0])
+        self.assertIn('fail_open', logs.output[0])
+
+    def test_fail_open_passes_every_host_and_says_why(self):
+        self.config.config(group='accel', fail_open=True)
+        spec = self.gpu_1g(num_instances=2)
+        hosts = host_states('gpu-001', 'gpu-002')
+        with self.assertLogs(LOGGER, level='WARNING') as logs:
+            self.assertEqual(self.passing(hosts, spec, 0), ['gpu-001', 'gpu-002'])
+        self.assertIn('fail_open is true, so 2 host(s) pass unchecked', logs.output[0])
+        hosts[0].consume_from_request(spec)
+        with self.assertLogs(LOGGER, level='WARNING'):
+            self.assertEqual(self.passing(hosts, spec, 1), ['gpu-001', 'gpu-002'])
+
+
+class TestTlsAndBasicAuth(NovaFilterTestCase):
+    """The service behind TLS and basic auth (the web config file of `accel exporter`)."""
+
+    @classmethod
+    def setUpClass(cls):
+        if not shutil.which('openssl'):
+            raise unittest.SkipTest('tool missing: openssl (Debian package openssl)')
+        cls.workdir = tempfile.mkdtemp(prefix='accel-nova-filter-tls-')
+        cls.store = make_fleet(cls.workdir)
+        cls.cert = os.path.join(cls.workdir, 'tls.crt')
+        key = os.path.join(cls.workdir, 'tls.key')
+        subprocess.run(['openssl', 'req', '-x509', '-newkey', 'ec', '-pkeyopt',
+                        'ec_paramgen_curve:prime256v1', '-nodes', '-days', '2',
+                        '-subj', '/CN=accel-test', '-addext', 'subjectAltName=IP:127.0.0.1',
+                        '-keyout', key, '-out', cls.cert],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        web = os.path.join(cls.workdir, 'web.yml')
+        with open(web, 'w') as f:
+            f.write('tls_server_config:\n  cert_file: tls.crt\n  key_file: tls.key\n'
+                    'basic_auth_users:\n  nova: %s\n' % NOVA_HASH)
+        cls.service = AccelService(cls.workdir, cls.store, web)
+        cls.url = 'https://127.0.0.1:%d' % cls.service.port
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.service.stop()
+        shutil.rmtree(cls.workdir, ignore_errors=True)
+
+    def setUp(self):
+        super(TestTlsAndBasicAuth, self).setUp()
+        self.config.config(group='accel', ca_file=self.cert, username='nova',
+                           password='nova-secret')
+
+    def test_right_password_passes(self):
+        self.assertEqual(self.passing(host_states('gpu-001', 'gpu-002'), self.gpu_1g()),
+                         ['gpu-001'])
+
+    def test_wrong_password_is_unavailable_and_fails_closed(self):
+        self.config.config(group='accel', password='wrong')
+        with self.assertLogs(LOGGER, level='WARNING') as logs:
+            self.assertEqual(self.passing(host_states('gpu-001'), self.gpu_1g()), [])
+        self.assertIn('401 unauthorized: check [accel] username and password', logs.output[0])
+
+    def test_no_password_is_unavailable(self):
+        self.config.config(group='accel', username=None, password=None, fail_open=True)
+        with self.assertLogs(LOGGER, level='WARNING') as logs:
+            self.assertEqual(self.passing(host_states('gpu-001'), self.gpu_1g()), ['gpu-001'])
+        self.assertIn('401', logs.output[0])
+
+    def test_unknown_ca_is_unavailable(self):
+        self.config.config(group='accel', ca_file=None)
+        with self.assertLogs(LOGGER, level='WARNING') as logs:
+            self.assertEqual(self.passing(host_states('gpu-001'), self.gpu_1g()), [])
+        self.assertIn('CERTIFICATE_VERIFY_FAILED', logs.output[0])
+
+
+
+def parse_cpus(text):
+    """'0-3,8' -> {0, 1, 2, 3, 8} (the cpulist format of accel host JSON)."""
+    out = set()
+    for part in text.split(','):
+        if '-' in part:
+            lo, hi = part.split('-')
+            out.update(range(int(lo), int(hi) + 1))
+        elif part:
+            out.add(int(part))
+    return out
+
+
+def nova_host_state(name, host_json, aliases):
+    """The HostState nova-scheduler would hold for an idle compute node of this hardware.
+
+    As Nova 26's libvirt driver reports it with neither [compute]cpu_dedicated_set nor
+    cpu_shared_set (every CPU both shared and dedicated; accel's default policy is the same),
+    no reserved pages, and a [pci]device_spec that allows every device of a type-PCI alias.
+    """
+    cells = []
+    for node in host_json['numa_nodes']:
+        cpus = parse_cpus(node['cpus'])
+        cells.append(objects.NUMACell(
+            id=node['id'], socket=node['package'], cpuset=set(cpus), pcpuset=set(cpus),
+            memory=node['memory_kib'] // 1024, memory_usage=0, cpu_usage=0,
+            pinned_cpus=set(), siblings=[parse_cpus(c) for c in node['cores']],
+            mempages=[objects.NUMAPagesTopology(size_kb=p['size_kib'], total=p['total'],
+                                                used=0, reserved=0)
+                      for p in node['hugepages']],
+            network_metadata=objects.NetworkMetadata(physnets=set(), tunneled=False)))
+    topology = objects.NUMATopology(cells=cells)
+    wanted = {(a['vendor_id'], a['product_id']) for a in aliases
+              if a.get('device_type', 'type-PCI') == 'type-PCI'}
+    counts = {}
+    for dev in host_json['pci']:
+        key = (dev.get('vendor_id'), dev.get('device_id'), dev.get('numa_node'))
+        if key[:2] in wanted:
+            counts[key] = counts.get(key, 0) + 1
+    pools = [objects.PciDevicePool.from_dict({
+        'vendor_id': v, 'product_id': p, 'numa_node': n, 'count': c, 'dev_type': 'type-PCI'})
+        for (v, p, n), c in sorted(counts.items())]
+    h = host_manager.HostState(name, name, 'cell-1')
+    h.uuid = 'uuid-' + name
+    h.numa_topology = topology
+    h.pci_stats = pci_stats.PciDeviceStats(topology, objects.PciDevicePoolList(objects=pools))
+    h.cpu_allocation_ratio = 4.0     # accel's default (placement/usage.h)
+    h.ram_allocation_ratio = 1.0
+    h.limits = {}
+    return h
+
+
+class TestSameAnswerAsNovasOwnFilters(NovaFilterTestCase):
+    """On idle hosts of every fixture SKU, AccelFleetFilter passes exactly the hosts Nova's
+    NUMATopologyFilter + PciPassthroughFilter pass, instance after instance: each index
+    consumes the host with Nova's own HostState.consume_from_request (its NUMA fit, PCI
+    apply_requests), so index k compares Nova's k-th fit with accel's answer for k+1 instances
+    of the flavor on that host."""
+
+    SKUS = ['hgx-h100', 'hgx-h200', 'epyc-nps4-mi300x', 'gaudi2-8hpu', 'devbox']
+
+    @classmethod
+    def setUpClass(cls):
+        cls.workdir = tempfile.mkdtemp(prefix='accel-nova-filter-same-')
+        cls.store = 'sqlite:' + os.path.join(cls.workdir, 'fleet.db')
+        for sku in cls.SKUS:
+            accel('fleet', 'host', 'add', '--store', cls.store, '--topology',
+                  os.path.join(HOSTS, sku + '.json'), '--name', sku)
+        cls.service = AccelService(cls.workdir, cls.store)
+        cls.url = 'http://127.0.0.1:%d' % cls.service.port
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.service.stop()
+        shutil.rmtree(cls.workdir, ignore_errors=True)
+
+    def flavors(self):
+        out = []
+        try:
+            import yaml
+        except ImportError:
+            self.skipTest('tool missing: python3-yaml (Debian package python3-yaml)')
+        for name in ['gpu-1g', 'gpu-4-2cell', 'isolate', 'mixed', 'numa2']:
+            with open(os.path.join(REPO, 'examples', 'flavors', name + '.yaml')) as f:
+                doc = yaml.safe_load(f)
+            out.append(nova_flavor(doc['name'], doc['vcpus'], doc['ram'],
+                                   {k: str(v) for k, v in doc['extra_specs'].items()}))
+        for alias in ['h200', 'mi300x', 'gaudi2']:
+            specs = dict(GPU_1G_SPECS, **{'pci_passthrough:alias': alias + ':1'})
+            out.append(nova_flavor(alias + '-1g', 16, 131072, specs))
+        out.append(nova_flavor('gpu-8-2cell', 64, 524288, {
+            'hw:cpu_policy': 'dedicated', 'hw:numa_nodes': '2', 'hw:mem_page_size': '1GB',
+            'pci_passthrough:alias': 'h100:8'}))
+        # Small enough for the devbox (16 cores, 8 GiB of 2M pages, one RTX 4090).
+        out.append(nova_flavor('rtx4090-2m', 4, 4096, {
+            'hw:cpu_policy': 'dedicated', 'hw:mem_page_size': '2MB',
+            'pci_passthrough:alias': 'rtx4090:1'}))
+        out.append(nova_flavor('pinned-2m', 4, 1024, {
+            'hw:cpu_policy': 'dedicated', 'hw:mem_page_size': '2MB',
+            'hw:emulator_threads_policy': 'isolate'}))
+        return out
+
+    def test_every_sku_and_flavor_instance_by_instance(self):
+        aliases = read_json(ALIASES)
+        numa_filter = numa_topology_filter.NUMATopologyFilter()
+        pci_filter = pci_passthrough_filter.PciPassthroughFilter()
+        placed = {}
+        for flavor in self.flavors():
+            for sku in self.SKUS:
+                with open(os.path.join(HOSTS, sku + '.json')) as f:
+                    h = nova_host_state(sku, json.load(f), aliases)
+                spec = request_spec(flavor, num_instances=64)
+                n = 0
+                while n < 64:
+                    nova = (numa_filter.host_passes(h, spec) and
+                            pci_filter.host_passes(h, spec))
+                    ours = self.passing([h], spec, n) == [sku]
+                    self.assertEqual(ours, nova, '%s on %s, instance %d: accel %s, Nova %s'
+                                     % (flavor.name, sku, n + 1, ours, nova))
+                    if not nova:
+                        break
+                    h.consume_from_request(spec)
+                    n += 1
+                placed[(flavor.name, sku)] = n
+        # The comparison is not vacuous: every SKU takes some flavor, several take many.
+        for sku in self.SKUS:
+            self.assertTrue(any(placed[(f, s)] for f, s in placed if s == sku), sku)
+        self.assertEqual(placed[('gpu-1g', 'hgx-h100')], 8)
+        self.assertEqual(placed[('gpu-8-2cell', 'hgx-h100')], 1)
+        if os.environ.get('ACCEL_NOVA_FILTER_SHOW'):
+            for key in sorted(placed):
+                print('%-12s %-17s %d' % (key[0], key[1], placed[key]))
+
+
+if __name__ == '__main__':
+    unittest.main()
