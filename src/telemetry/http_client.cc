@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -203,10 +204,14 @@ HttpResponse HttpCall(const std::string& base_url, const std::string& method, co
   request += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
   Connection c(t, options);
   c.WriteAll(request);
-  const std::string raw = c.ReadAll();
+  return ParseHttpResponse(c.ReadAll(), t.display);
+}
+
+HttpResponse ParseHttpResponse(const std::string& raw, const std::string& from) {
   const size_t head_end = raw.find("\r\n\r\n");
-  if (raw.rfind("HTTP/1.", 0) != 0 || head_end == std::string::npos || raw.size() < 12)
-    throw SystemError("not an HTTP answer from", t.display, raw.substr(0, 40));
+  if (raw.rfind("HTTP/1.", 0) != 0 || head_end == std::string::npos || head_end < 12 || raw[8] != ' ' ||
+      !std::isdigit(static_cast<unsigned char>(raw[9])))
+    throw SystemError("not an HTTP answer from", from, raw.substr(0, 40));
   HttpResponse r;
   r.status = std::atoi(raw.c_str() + 9);
   const std::string head = raw.substr(0, head_end);
@@ -216,8 +221,10 @@ HttpResponse HttpCall(const std::string& base_url, const std::string& method, co
     const size_t end = head.find("\r\n", pos);
     const std::string line = head.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
     const size_t colon = line.find(':');
-    if (colon != std::string::npos && strncasecmp(line.c_str(), "content-type", colon) == 0 && colon == 12)
-      r.content_type = line.substr(line.find_first_not_of(' ', colon + 1));
+    if (colon == 12 && strncasecmp(line.c_str(), "content-type", 12) == 0) {
+      const size_t value = line.find_first_not_of(' ', colon + 1);
+      r.content_type = value == std::string::npos ? "" : line.substr(value);
+    }
   }
   r.body = raw.substr(head_end + 4);
   return r;

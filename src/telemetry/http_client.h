@@ -31,4 +31,10 @@ struct HttpResponse {
 HttpResponse HttpCall(const std::string& base_url, const std::string& method, const std::string& path_and_query,
                       const std::string& body = "", const HttpCallOptions& options = {});
 
+/// Parses a whole HTTP/1.x answer read until the server closed: the status line, the
+/// Content-Type header, and the body (everything after the head; Content-Length and chunking
+/// are not needed with Connection: close). Throws SystemError naming `from` when `raw` is not an
+/// HTTP answer.
+HttpResponse ParseHttpResponse(const std::string& raw, const std::string& from);
+
 }  // namespace accel::telemetry
