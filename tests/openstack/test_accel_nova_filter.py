@@ -246,14 +246,11 @@ class ServiceTestCase(NovaFilterTestCase):
     @classmethod
     def setUpClass(cls):
         cls.workdir = tempfile.mkdtemp(prefix='accel-nova-filter-')
+        cls.addClassCleanup(shutil.rmtree, cls.workdir, True)
         cls.store = make_fleet(cls.workdir)
         cls.service = AccelService(cls.workdir, cls.store)
+        cls.addClassCleanup(cls.service.stop)
         cls.url = 'http://127.0.0.1:%d' % cls.service.port
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.service.stop()
-        shutil.rmtree(cls.workdir, ignore_errors=True)
 
 
 class TestFit(ServiceTestCase):
@@ -424,6 +421,7 @@ class TestTlsAndBasicAuth(NovaFilterTestCase):
         if not shutil.which('openssl'):
             raise unittest.SkipTest('tool missing: openssl (Debian package openssl)')
         cls.workdir = tempfile.mkdtemp(prefix='accel-nova-filter-tls-')
+        cls.addClassCleanup(shutil.rmtree, cls.workdir, True)
         cls.store = make_fleet(cls.workdir)
         cls.cert = os.path.join(cls.workdir, 'tls.crt')
         key = os.path.join(cls.workdir, 'tls.key')
@@ -437,12 +435,8 @@ class TestTlsAndBasicAuth(NovaFilterTestCase):
             f.write('tls_server_config:\n  cert_file: tls.crt\n  key_file: tls.key\n'
                     'basic_auth_users:\n  nova: %s\n' % NOVA_HASH)
         cls.service = AccelService(cls.workdir, cls.store, web)
+        cls.addClassCleanup(cls.service.stop)
         cls.url = 'https://127.0.0.1:%d' % cls.service.port
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.service.stop()
-        shutil.rmtree(cls.workdir, ignore_errors=True)
 
     def setUp(self):
         super(TestTlsAndBasicAuth, self).setUp()
@@ -536,17 +530,14 @@ class TestSameAnswerAsNovasOwnFilters(NovaFilterTestCase):
     @classmethod
     def setUpClass(cls):
         cls.workdir = tempfile.mkdtemp(prefix='accel-nova-filter-same-')
+        cls.addClassCleanup(shutil.rmtree, cls.workdir, True)
         cls.store = 'sqlite:' + os.path.join(cls.workdir, 'fleet.db')
         for sku in cls.SKUS:
             accel('fleet', 'host', 'add', '--store', cls.store, '--topology',
                   os.path.join(HOSTS, sku + '.json'), '--name', sku)
         cls.service = AccelService(cls.workdir, cls.store)
+        cls.addClassCleanup(cls.service.stop)
         cls.url = 'http://127.0.0.1:%d' % cls.service.port
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.service.stop()
-        shutil.rmtree(cls.workdir, ignore_errors=True)
 
     def flavors(self):
         out = []
