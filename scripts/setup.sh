@@ -29,7 +29,8 @@ PACKAGES=(g++ cmake ninja-build pkg-config
   #   chromium         headless, loads the fleet page of a running `accel fleet serve`
   #   python3-jsonschema, python3-yaml  check the fleet API's responses against docs/fleet-api.yaml
   #                    and generated Kubernetes objects with ../shared/crds/validate.py
-  python3 libvirt-clients libxml2-utils prometheus chromium python3-jsonschema python3-yaml
+  #   python3-nova     Nova's scheduler classes for tests/openstack (the AccelFleetFilter tests)
+  python3 libvirt-clients libxml2-utils prometheus chromium python3-jsonschema python3-yaml python3-nova
   # fuzz targets (scripts/fuzz.sh): clang's libFuzzer
   clang libclang-rt-14-dev)
 

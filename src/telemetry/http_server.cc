@@ -364,10 +364,12 @@ void MetricsServer::Impl::Serve(int fd, WorkerBuffers& buffers) {
     if (handler != nullptr) {
       // The head's views die when the body is read over them: copy what the handler needs first.
       RequestHead copy = request;
-      std::string method(request.method), target(request.target), path(request.path);
+      std::string method(request.method), target(request.target), path(request.path),
+          authorization(request.authorization);
       copy.method = method;
       copy.target = target;
       copy.path = path;
+      copy.authorization = authorization;
       std::string body;
       if (!ReadBody(stream, buffers, &have, head_size, request.content_length, deadline, &body)) return;
       response = Handle(copy, *handler, std::move(body));

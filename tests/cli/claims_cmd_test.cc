@@ -1,4 +1,4 @@
-// End to end: `accel claims` and `accel release` against a claim database made by ClaimStore.
+// End to end: `accel claims` and `accel release` against a claim database made by FleetStore.
 #include <stdlib.h>
 #include <sys/wait.h>
 
@@ -12,13 +12,13 @@
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
-#include "placement/claim_store.h"
+#include "fleet/fleet_store.h"
 
 namespace accel::cli {
 namespace {
 
 namespace fs = std::filesystem;
-using placement::ClaimStore;
+using fleet::FleetStore;
 using placement::HostUsage;
 using placement::Placement;
 
@@ -53,8 +53,8 @@ class ClaimsCmdTest : public ::testing::Test {
 
   // Claims CPUs 4-5 (+ siblings 116-117) on node 0 and GPU 0000:18:00.0 on `host`.
   std::string ClaimGpuGuest(const std::string& host) {
-    ClaimStore store = ClaimStore::Open(path_);
-    auto r = store.Claim(host, [&](const HostUsage&) {
+    auto store = FleetStore::Open("sqlite:" + path_);
+    auto r = store->ClaimOnHost(host, [&](const HostUsage&) {
       Placement p;
       p.host = host;
       p.flavor = "gpu-1g";
@@ -118,7 +118,7 @@ TEST_F(ClaimsCmdTest, ReleaseDropsTheClaimOnce) {
   r = Accel("release " + id + " --state " + path_);
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("no claim " + id), std::string::npos) << r.out;
-  EXPECT_TRUE(ClaimStore::Open(path_).List().empty());
+  EXPECT_TRUE(FleetStore::Open("sqlite:" + path_)->ListClaims().empty());
 }
 
 TEST_F(ClaimsCmdTest, MissingDatabaseListsNothingAndCreatesNothing) {
