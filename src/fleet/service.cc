@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
@@ -13,7 +14,9 @@
 #include "common/structured_file.h"
 #include "fleet/fleet_json.h"
 #include "fleet/fleet_page.h"
+#include "fleet/host_policy_file.h"
 #include "fleet/labels.h"
+#include "fleet/nova_usage.h"
 #include "fleet/placing.h"
 #include "fleet/scheduler.h"
 #include "placement/engine.h"
@@ -430,8 +433,13 @@ ServiceReply FleetService::Filter(const ServiceRequest& r) {
   out["flavor"] = reqs[0].flavor;
   out["hosts"] = nlohmann::ordered_json::array();
   out["rejected"] = nlohmann::ordered_json::object();
+  // Per host, Nova's usage when the caller sends it (hosts Nova places on hold no accel claims).
+  const nlohmann::json nova_usage = doc.contains("usage") ? doc["usage"] : nlohmann::json::object();
+  if (!nova_usage.is_object()) throw InputError("request body", "usage", "must map host names to their usage");
   std::shared_lock<std::shared_mutex> lock(view_mu_);
   const int64_t now = NowUnix();
+  // Hosts in the same state get the same answer: ask the engine once per distinct state.
+  std::unordered_map<std::string, std::string> answers;
   for (const std::string& name : names) {
     const HostEntry* e = view_.Find(name);
     std::string why;
@@ -439,12 +447,23 @@ ServiceReply FleetService::Filter(const ServiceRequest& r) {
     else if (e->record.state != HostAdminState::kEnabled) why = std::string("host is ") + HostAdminStateName(e->record.state);
     else if (IsStale(e->record, now)) why = "stale: no heartbeat from its agent";
     else {
-      // `count` instances one after another on this host (Nova's num_instances on one host).
       placement::HostUsage usage = e->usage;
-      for (int k = 0; k < count && why.empty(); ++k) {
-        placement::PlaceResult fit = placement::Place(*e->hardware, usage, e->record.policy, reqs[0]);
-        if (!fit.fits()) why = fit.no_fit.reasons.empty() ? "does not fit" : fit.no_fit.reasons.front();
-        else usage.Apply(*fit.placement);
+      std::string key = e->usage_key;
+      if (nova_usage.contains(name)) {
+        usage = UsageFromNova(nova_usage[name], *e->hardware, "request body: usage." + name);
+        key = e->record.topology_id + "|" + HostPolicyToJson(e->record.policy).dump() + "|nova|" + nova_usage[name].dump();
+      }
+      auto known = answers.find(key);
+      if (known != answers.end()) {
+        why = known->second;
+      } else {
+        // `count` instances one after another on this host (Nova's num_instances on one host).
+        for (int k = 0; k < count && why.empty(); ++k) {
+          placement::PlaceResult fit = placement::Place(*e->hardware, usage, e->record.policy, reqs[0]);
+          if (!fit.fits()) why = fit.no_fit.reasons.empty() ? "does not fit" : fit.no_fit.reasons.front();
+          else usage.Apply(*fit.placement);
+        }
+        answers.emplace(key, why);
       }
     }
     if (why.empty()) out["hosts"].push_back(name);

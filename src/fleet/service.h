@@ -15,7 +15,8 @@
 //   POST   /api/v1/release               {"ids": [...]}
 //   POST   /api/v1/place                 {"flavor": {...}, "aliases": [...], "count", "claim", ...}
 //   POST   /api/v1/capacity              {"flavors": [...], "aliases": [...], "where", "group_by"}
-//   POST   /api/v1/filter                {"flavor", "aliases", "hosts": [...]}: which can take it
+//   POST   /api/v1/filter                {"flavor", "aliases", "hosts": [...], "count", "usage":
+//                                          {host: Nova's usage (nova_usage.h)}}: which can take it
 //   GET    /metrics                      Prometheus text (served by the HTTP server from Metrics())
 //   GET    /                             the fleet page (HTML + inline SVG)
 // Errors: 400 bad input {"error": "..."}; 404 unknown path or name; 405 wrong method;

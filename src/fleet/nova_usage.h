@@ -1,0 +1,32 @@
+// Nova's view of a host's usage, as the Nova filter (deploy/openstack/accel_nova_filter.py)
+// sends it with POST /api/v1/filter: for hosts where Nova places the VMs, accel's store holds no
+// claims, so the filter hands over what nova-scheduler's HostState says is used.
+//
+//   {"cells": [{"id": 0, "pinned_cpus": [2, 3], "cpu_usage": 6,
+//               "mempages": [{"size_kb": 4, "used": 0}, {"size_kb": 1048576, "used": 16}]}],
+//    "pci":   [{"vendor_id": "10de", "product_id": "2330", "numa_node": 0, "used": 1}]}
+//
+// Stateless; thread-safe.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "placement/usage.h"
+#include "topology/host.h"
+
+namespace accel::fleet {
+
+/// The HostUsage that `nova` describes on `host`:
+///   - a cell's pinned_cpus are held CPUs of that node; cpu_usage beyond them is shared vCPUs;
+///   - mempages[].used are pages of that size held on the node (size_kb 4 = base pages);
+///   - a PCI pool's `used` devices are the first that many devices with its vendor/product on
+///     its node, in address order (Nova counts per pool, not per address: for fitting, which
+///     ones are held does not matter).
+/// Throws InputError naming `where` and the field for a malformed document, a cell the host
+/// lacks, or more used devices than the pool has.
+placement::HostUsage UsageFromNova(const nlohmann::json& nova, const topology::HostTopology& host,
+                                   const std::string& where);
+
+}  // namespace accel::fleet
