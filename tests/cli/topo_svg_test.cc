@@ -110,7 +110,7 @@ TEST(TopoSvgCli, ClaimsMadeByPlaceAreColouredAndReleasedOnesAreNot) {
   auto dir = FreshDir("topo-svg-claims");
   const std::string state = (dir / "s.db").string();
   std::vector<nlohmann::json> placed;
-  for (const std::string& flavor : {"gpu-1g.yaml", "isolate.yaml", "numa2.yaml"}) {
+  for (const std::string flavor : {"gpu-1g.yaml", "isolate.yaml", "numa2.yaml"}) {
     auto r = RunAccel(Place(flavor, state), false);
     ASSERT_EQ(r.exit_code, 0) << r.output;
     placed.push_back(nlohmann::json::parse(r.output));

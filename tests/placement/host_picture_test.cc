@@ -430,7 +430,9 @@ TEST(HostPicture, PaletteIsDistinctAndCycles) {
   }
   const auto doc = Parse(RenderHostSvg(host, claims));
   for (const Element* e : All(*doc, "ah-cpu"))
-    if (e->Int("data-cpu") == 12) EXPECT_EQ(e->Child("rect")->Attr("fill"), HostPictureColor(0));
+    if (e->Int("data-cpu") == 12) {
+      EXPECT_EQ(e->Child("rect")->Attr("fill"), HostPictureColor(0));
+    }
 }
 
 TEST(HostPicture, OverlapsAndResourcesOffTheHostAreShown) {
@@ -460,7 +462,7 @@ TEST(HostPicture, OverlapsAndResourcesOffTheHostAreShown) {
 // Large hosts stay readable: nothing overlaps, everything sits inside its node, package and
 // picture, and the picture stays within a screen or two.
 TEST(HostPicture, LargeHostsLayOutWithoutOverlap) {
-  for (const std::string& name : {"192em64t-24n8c2t.xml", "nvidiaDGX2.xml", "64intel64-heteromem.xml"}) {
+  for (const std::string name : {"192em64t-24n8c2t.xml", "nvidiaDGX2.xml", "64intel64-heteromem.xml"}) {
     SCOPED_TRACE(name);
     const std::string path = test_support::SharedPath("fixtures/hwloc/" + std::string(name));
     ACCEL_REQUIRE_SHARED(path);
@@ -470,15 +472,18 @@ TEST(HostPicture, LargeHostsLayOutWithoutOverlap) {
     const Box picture{0, 0, root.Int("width"), root.Int("height")};
     EXPECT_LE(picture.w, 2400);
     EXPECT_LE(picture.h, 2400);
-    for (const std::string& cls : {"ah-cpu", "ah-node", "ah-pci", "ah-package", "ah-core"}) {
+    for (const std::string cls : {"ah-cpu", "ah-node", "ah-pci", "ah-package", "ah-core"}) {
       const std::vector<const Element*> items = All(root, cls);
       std::vector<Box> boxes;
       for (const Element* e : items) boxes.push_back(BoxOf(*e));
       for (size_t i = 0; i < boxes.size(); ++i) {
         EXPECT_TRUE(boxes[i].Inside(picture)) << cls << " " << i;
-        if (cls != "ah-package" && cls != "ah-node" && items[i]->Ancestor("ah-node"))
+        if (cls != "ah-package" && cls != "ah-node" && items[i]->Ancestor("ah-node")) {
           EXPECT_TRUE(boxes[i].Inside(BoxOf(*items[i]->Ancestor("ah-node")))) << cls << " " << i;
-        if (const Element* pkg = items[i]->Ancestor("ah-package")) EXPECT_TRUE(boxes[i].Inside(BoxOf(*pkg)));
+        }
+        if (const Element* pkg = items[i]->Ancestor("ah-package")) {
+          EXPECT_TRUE(boxes[i].Inside(BoxOf(*pkg)));
+        }
         for (size_t j = i + 1; j < boxes.size(); ++j) ASSERT_FALSE(boxes[i].Overlaps(boxes[j])) << cls << " " << i << " " << j;
       }
     }
