@@ -1,0 +1,798 @@
+// The fleet store on SQLite (temporary directories): inventory, shared topologies, ClaimBatch's
+// generation and unit guards, all-or-nothing batches, ClaimDecision's fallback to ranked
+// alternates, Release, Audit, the version-1 migration, and the parsers of what operators type
+// (labels, --where terms, policy files, store URLs). PostgreSQL: store_postgres_test.cc.
+#include "fleet/fleet_store.h"
+
+#include <sqlite3.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "common/error.h"
+#include "fleet/claimer.h"
+#include "fleet/fleet_test_util.h"
+#include "fleet/fleet_view.h"
+#include "fleet/host_policy_file.h"
+#include "fleet/labels.h"
+#include "fleet/scheduler.h"
+#include "fleet/store_url.h"
+#include "placement/placement_json.h"
+
+namespace accel::fleet {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::FlavorShape;
+using testing::RequestOf;
+using testing::SourcePath;
+
+topology::HostTopology Fixture(const std::string& name) {
+  return topology::LoadTopology(SourcePath("fixtures/hosts/" + name + ".json"));
+}
+
+HostSpec Spec(const std::string& name, const std::string& fixture, Labels labels = {}) {
+  HostSpec s;
+  s.name = name;
+  s.topology = Fixture(fixture);
+  s.set_labels = std::move(labels);
+  return s;
+}
+
+FlavorShape OneGpu(const std::string& alias = "h100") {
+  FlavorShape s;
+  s.alias = alias;
+  s.gpus = 1;
+  s.vcpus_per_cell = 4;
+  s.gib_per_cell = 16;
+  return s;
+}
+
+int64_t QueryInt(FleetStore& store, const std::string& sql, const std::vector<SqlValue>& params = {}) {
+  SqlResult r = store.connection().Exec(sql, params);
+  return std::stoll(r.rows.at(0).at(0).value_or("0"));
+}
+
+void Sqlite(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  char* err = nullptr;
+  const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
+  std::string message = err ? err : "";
+  sqlite3_free(err);
+  sqlite3_close(db);
+  ASSERT_EQ(rc, SQLITE_OK) << sql << ": " << message;
+}
+
+std::string Quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("''") : std::string(1, c);
+  return q + "'";
+}
+
+class FleetStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = fs::path(::testing::TempDir()) / "fleet-store-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+    path_ = dir_ + "/fleet.db";
+    url_ = "sqlite:" + path_;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // The engine's placement of `shape` on `host` over `usage` (nullopt when it does not fit).
+  std::optional<placement::Placement> EnginePlacement(FleetStore& store, const std::string& host,
+                                                      const placement::HostUsage& usage, const FlavorShape& shape) {
+    const HostRecord record = *store.GetHost(host);
+    placement::PlaceResult r = placement::Place(*store.Topology(record.topology_id), usage, record.policy, RequestOf(shape));
+    if (!r.fits()) return std::nullopt;
+    r.placement->host = host;
+    return r.placement;
+  }
+
+  // Claims `shape` on `host` as `accel place --claim` does; returns the claim id ("" if none).
+  std::string ClaimWithEngine(FleetStore& store, const std::string& host, const FlavorShape& shape = OneGpu()) {
+    ClaimResult r = store.ClaimOnHost(host, [&](const placement::HostUsage& usage) {
+      return EnginePlacement(store, host, usage, shape);
+    });
+    return r.claimed() ? r.claim->id : "";
+  }
+
+  std::string dir_, path_, url_;
+};
+
+// --- Inventory -------------------------------------------------------------------------
+
+TEST_F(FleetStoreTest, HostsAreAddedListedUpdatedAndRemoved) {
+  {
+    auto store = FleetStore::Open(url_);
+    HostRecord added = store->AddHost(Spec("gpu-002", "hgx-h100", {{"az", "a"}, {"gpu", "h100"}}));
+    EXPECT_EQ(added.name, "gpu-002");
+    EXPECT_EQ(added.generation, 0);
+    EXPECT_EQ(added.state, HostAdminState::kEnabled);
+    EXPECT_EQ(added.topology_id, TopologyId(Fixture("hgx-h100")));
+    EXPECT_FALSE(added.heartbeat_at.has_value());
+    EXPECT_FALSE(added.updated_at.empty());
+    HostSpec dev = Spec("gpu-001", "devbox");
+    dev.state = HostAdminState::kMaintenance;
+    placement::HostPolicy policy;
+    policy.cpu_dedicated_set = CpuSet{4, 5, 6, 7};
+    policy.reserved_host_memory_mib_per_node = 2048;
+    dev.policy = policy;
+    store->AddHost(dev);
+
+    std::vector<HostRecord> hosts = store->ListHosts();
+    ASSERT_EQ(hosts.size(), 2u);
+    EXPECT_EQ(hosts[0].name, "gpu-001");  // by name
+    EXPECT_EQ(hosts[0].state, HostAdminState::kMaintenance);
+    EXPECT_EQ(HostPolicyToJson(hosts[0].policy), HostPolicyToJson(policy));
+    EXPECT_EQ(hosts[1].labels, (Labels{{"az", "a"}, {"gpu", "h100"}}));
+    // The hardware is stored once, without the host's name.
+    auto hw = store->Topology(hosts[1].topology_id);
+    EXPECT_EQ(hw->hostname, kSharedHostname);
+    EXPECT_EQ(hw->numa_nodes.size(), 2u);
+    EXPECT_THROW(store->Topology("sha256:nope"), InputError);
+  }
+  auto store = FleetStore::Open(url_);  // persisted
+  HostSpec change;
+  change.name = "gpu-002";
+  change.set_labels = {{"gpu", "h100-sxm"}, {"rack", "r7"}};
+  change.remove_labels = {"az"};
+  change.state = HostAdminState::kDisabled;
+  HostRecord updated = store->UpdateHost(change);
+  EXPECT_EQ(updated.generation, 1);
+  EXPECT_EQ(updated.labels, (Labels{{"gpu", "h100-sxm"}, {"rack", "r7"}}));
+  EXPECT_EQ(updated.state, HostAdminState::kDisabled);
+  EXPECT_EQ(updated.topology_id, TopologyId(Fixture("hgx-h100")));  // kept
+  EXPECT_EQ(store->GetHost("gpu-002")->labels, updated.labels);
+
+  HostSpec missing;
+  missing.name = "gpu-404";
+  try {
+    store->UpdateHost(missing);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "--name");
+    EXPECT_NE(e.problem().find("gpu-404"), std::string::npos) << e.what();
+  }
+
+  EXPECT_TRUE(store->RemoveHost("gpu-001", false));
+  EXPECT_FALSE(store->GetHost("gpu-001").has_value());
+  EXPECT_FALSE(store->RemoveHost("gpu-001", false));
+  ASSERT_EQ(store->HostVersions().size(), 1u);
+  EXPECT_EQ(store->HostVersions()[0].name, "gpu-002");
+  EXPECT_EQ(store->HostVersions()[0].generation, 1);
+}
+
+TEST_F(FleetStoreTest, AddingAHostTwiceIsRefusedAndWritesNothing) {
+  auto store = FleetStore::Open(url_);
+  store->AddHost(Spec("gpu-1", "hgx-h100", {{"az", "a"}}));
+  // Same name, other hardware and labels: refused before anything of it is stored.
+  try {
+    store->AddHost(Spec("gpu-1", "devbox", {{"az", "b"}}));
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "--name");
+    EXPECT_NE(e.problem().find("already in the fleet"), std::string::npos) << e.what();
+    EXPECT_NE(e.hint().find("accel fleet host update"), std::string::npos) << e.what();
+  }
+  const HostRecord kept = *store->GetHost("gpu-1");
+  EXPECT_EQ(kept.labels, (Labels{{"az", "a"}}));
+  EXPECT_EQ(kept.topology_id, TopologyId(Fixture("hgx-h100")));
+  EXPECT_EQ(kept.generation, 0);
+  EXPECT_EQ(QueryInt(*store, "SELECT count(*) FROM topologies"), 1) << "the refused host's hardware was stored";
+  EXPECT_EQ(store->ListHosts().size(), 1u);
+
+  HostSpec no_topology;
+  no_topology.name = "gpu-2";
+  EXPECT_THROW(store->AddHost(no_topology), InputError);
+  EXPECT_FALSE(store->GetHost("gpu-2").has_value());
+}
+
+TEST_F(FleetStoreTest, RemovingAHostWithClaimsNeedsForce) {
+  auto store = FleetStore::Open(url_);
+  store->AddHost(Spec("gpu-1", "hgx-h100"));
+  store->AddHost(Spec("gpu-2", "hgx-h100"));
+  const std::string id = ClaimWithEngine(*store, "gpu-1");
+  ASSERT_FALSE(id.empty());
+  ASSERT_FALSE(ClaimWithEngine(*store, "gpu-2").empty());
+  try {
+    store->RemoveHost("gpu-1", false);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(e.problem().find("1 live claim"), std::string::npos) << e.what();
+    EXPECT_NE(e.hint().find("--force"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(store->GetHost("gpu-1").has_value());
+  EXPECT_TRUE(store->GetClaim(id).has_value());
+
+  EXPECT_TRUE(store->RemoveHost("gpu-1", true));
+  EXPECT_FALSE(store->GetHost("gpu-1").has_value());
+  EXPECT_FALSE(store->GetClaim(id).has_value());
+  EXPECT_EQ(store->ListClaims().size(), 1u);  // gpu-2's stays
+  EXPECT_EQ(QueryInt(*store, "SELECT count(*) FROM claim_units WHERE host = 'gpu-1'"), 0);
+  EXPECT_EQ(store->Audit(), std::vector<std::string>{});
+}
+
+TEST_F(FleetStoreTest, HostsOfOneSkuShareOneTopologyRow) {
+  auto store = FleetStore::Open(url_);
+  topology::HostTopology renamed = Fixture("hgx-h100");
+  renamed.hostname = "some-other-name";
+  renamed.source = "live";
+  HostSpec b;
+  b.name = "gpu-b";
+  b.topology = renamed;
+  store->AddHost(Spec("gpu-a", "hgx-h100"));
+  store->AddHost(b);
+  EXPECT_EQ(QueryInt(*store, "SELECT count(*) FROM topologies"), 1);
+  EXPECT_EQ(store->GetHost("gpu-a")->topology_id, store->GetHost("gpu-b")->topology_id);
+  store->AddHost(Spec("gpu-c", "hgx-h200"));
+  EXPECT_EQ(QueryInt(*store, "SELECT count(*) FROM topologies"), 2);
+  EXPECT_NE(store->GetHost("gpu-a")->topology_id, store->GetHost("gpu-c")->topology_id);
+  // Stored anonymized: no host's name in the shared row.
+  SqlResult bodies = store->connection().Exec("SELECT body FROM topologies");
+  for (const SqlRow& row : bodies.rows) {
+    EXPECT_EQ(row[0]->find("some-other-name"), std::string::npos);
+    EXPECT_NE(row[0]->find(kSharedHostname), std::string::npos);
+  }
+  // One HostTopology object in memory for the two hosts of one SKU.
+  const FleetSnapshot snap = store->Snapshot();
+  EXPECT_EQ(snap.topologies.size(), 2u);
+  const FleetView view = FleetView::FromSnapshot(snap);
+  EXPECT_EQ(view.Find("gpu-a")->hardware.get(), view.Find("gpu-b")->hardware.get());
+}
+
+TEST_F(FleetStoreTest, AgentUpsertKeepsTheOperatorsStateAndMergesLabels) {
+  auto store = FleetStore::Open(url_);
+  HostSpec agent = Spec("gpu-1", "hgx-h100", {{"gpu", "h100"}});
+  agent.stale_after_s = 60;
+  HostRecord first = store->UpsertFromAgent(agent);
+  EXPECT_TRUE(first.heartbeat_at.has_value());
+  EXPECT_EQ(first.stale_after_s, 60);
+  HostSpec disable;
+  disable.name = "gpu-1";
+  disable.state = HostAdminState::kDisabled;
+  store->UpdateHost(disable);
+  HostSpec again = Spec("gpu-1", "hgx-h100", {{"az", "b"}});
+  HostRecord second = store->UpsertFromAgent(again);
+  EXPECT_EQ(second.state, HostAdminState::kDisabled);
+  EXPECT_EQ(second.labels, (Labels{{"az", "b"}, {"gpu", "h100"}}));
+  EXPECT_TRUE(store->Heartbeat("gpu-1"));
+  EXPECT_FALSE(store->Heartbeat("gpu-404"));
+  EXPECT_FALSE(IsStale(second, *second.heartbeat_at + 60));
+  EXPECT_TRUE(IsStale(second, *second.heartbeat_at + 61));
+}
+
+// --- ClaimBatch ------------------------------------------------------------------------
+
+TEST_F(FleetStoreTest, BatchRefusesAMovedGenerationADisabledHostAndAnUnknownHost) {
+  auto store = FleetStore::Open(url_);
+  store->AddHost(Spec("gpu-1", "hgx-h100"));
+  const std::optional<placement::Placement> p = EnginePlacement(*store, "gpu-1", {}, OneGpu());
+  ASSERT_TRUE(p);
+  {
+    ClaimBatch batch(*store);
+    std::string conflict;
+    EXPECT_EQ(batch.TryClaim("gpu-1", 7, *p, &conflict), "");
+    EXPECT_NE(conflict.find("gpu-1"), std::string::npos) << conflict;
+    EXPECT_NE(conflict.find("generation"), std::string::npos) << conflict;
+    conflict.clear();
+    EXPECT_EQ(batch.TryClaim("gpu-404", 0, *p, &conflict), "");
+    EXPECT_NE(conflict.find("gpu-404"), std::string::npos) << conflict;
+    conflict.clear();
+    const std::string id = batch.TryClaim("gpu-1", 0, *p, &conflict);
+    EXPECT_FALSE(id.empty()) << conflict;
+    batch.Commit();
+  }
+  EXPECT_EQ(store->GetHost("gpu-1")->generation, 1);
+  ASSERT_EQ(store->ListClaims().size(), 1u);
+  EXPECT_EQ(QueryInt(*store, "SELECT count(*) FROM claim_units"), static_cast<int64_t>(UnitsOf(*p).size()));
+
+  HostSpec disable;
+  disable.name = "gpu-1";
+  disable.state = HostAdminState::kDisabled;
+  EXPECT_EQ(store->UpdateHost(disable).generation, 2);
+  placement::HostUsage usage = store->UsageOf("gpu-1");
+  const std::optional<placement::Placement> q = EnginePlacement(*store, "gpu-1", usage, OneGpu());
+  ASSERT_TRUE(q);
+  ClaimBatch batch(*store);
+  std::string conflict;
+  EXPECT_EQ(batch.TryClaim("gpu-1", 2, *q, &conflict), "");
+  EXPECT_NE(conflict.find("disabled"), std::string::npos) << conflict;
+}
+
+TEST_F(FleetStoreTest, BatchRefusesATakenUnitAndGoesOn) {
+  auto store = FleetStore::Open(url_);
+  store->AddHost(Spec("gpu-1", "hgx-h100"));
+  const std::string first = ClaimWithEngine(*store, "gpu-1");
+  ASSERT_FALSE(first.empty());
+  const int64_t generation = store->GetHost("gpu-1")->generation;
+  const placement::Placement held = store->GetClaim(first)->placement;
+  ASSERT_FALSE(held.cells.empty());
+
+  // At the right generation, but booking a CPU the first claim holds (and nothing else of it):
+  // only the database's unique key on (host, unit) can refuse it.
+  placement::Placement overlap = *EnginePlacement(*store, "gpu-1", store->UsageOf("gpu-1"), OneGpu());
+  const int taken_cpu = held.cells[0].consumed_cpus.First();
+  overlap.cells[0].consumed_cpus.Add(taken_cpu);
+  ClaimBatch batch(*store);
+  std::string conflict;
+  EXPECT_EQ(batch.TryClaim("gpu-1", generation, overlap, &conflict), "");
+  EXPECT_NE(conflict.find("taken"), std::string::npos) << conflict;
+  // The refused candidate cost nothing: the generation is as it was and the batch goes on.
+  conflict.clear();
+  const placement::Placement fine = *EnginePlacement(*store, "gpu-1", store->UsageOf("gpu-1"), OneGpu());
+  const std::string second = batch.TryClaim("gpu-1", generation, fine, &conflict);
+  EXPECT_FALSE(second.empty()) << conflict;
+  batch.Commit();
+  EXPECT_EQ(store->GetHost("gpu-1")->generation, generation + 1);
+  EXPECT_EQ(store->ListClaims().size(), 2u);
+  EXPECT_EQ(store->Audit(), std::vector<std::string>{});
+}
+
+TEST_F(FleetStoreTest, BatchWithoutCommitLeavesNothing) {
+  auto store = FleetStore::Open(url_);
+  store->AddHost(Spec("gpu-1", "hgx-h100"));
+  store->AddHost(Spec("gpu-2", "hgx-h100"));
+  const placement::Placement p = *EnginePlacement(*store, "gpu-1", {}, OneGpu());
+  placement::Placement q = p;
+  q.host = "gpu-2";
+  {
+    ClaimBatch batch(*store);
+    std::string conflict;
+    EXPECT_FALSE(batch.TryClaim("gpu-1", 0, p, &conflict).empty()) << conflict;
+    EXPECT_FALSE(batch.TryClaim("gpu-2", 0, q, &conflict).empty()) << conflict;
+  }  // destroyed uncommitted
+  EXPECT_TRUE(store->ListClaims().empty());
+  EXPECT_EQ(QueryInt(*store, "SELECT count(*) FROM claim_units"), 0);
+  EXPECT_EQ(store->GetHost("gpu-1")->generation, 0);
+  EXPECT_EQ(store->GetHost("gpu-2")->generation, 0);
+  // And the store is usable afterwards.
+  EXPECT_FALSE(ClaimWithEngine(*store, "gpu-1").empty());
+}
+
+// --- ClaimDecision ---------------------------------------------------------------------
+
+class ClaimDecisionTest : public FleetStoreTest {
+ protected:
+  void SetUp() override {
+    FleetStoreTest::SetUp();
+    store_ = FleetStore::Open(url_);
+    for (const char* name : {"gpu-a", "gpu-b", "gpu-c"}) store_->AddHost(Spec(name, "hgx-h100"));
+  }
+  ScheduleResult Decide(int count, bool different_hosts, int alternates) {
+    ScheduleOptions o;
+    o.count = count;
+    o.different_hosts = different_hosts;
+    o.alternates = alternates;
+    return Schedule(FleetView::FromSnapshot(store_->Snapshot()), RequestOf(OneGpu()), o);
+  }
+  std::unique_ptr<FleetStore> store_;
+};
+
+TEST_F(ClaimDecisionTest, ClaimsTheChosenHostsWhenNothingChanged) {
+  const ScheduleResult d = Decide(3, false, 2);
+  ASSERT_TRUE(d.all_placed);
+  // Pack: all three on the first host, each placement assuming the earlier ones.
+  for (const InstanceDecision& i : d.instances) EXPECT_EQ(i.chosen.host, "gpu-a");
+  const ClaimOutcome out = ClaimDecision(*store_, d);
+  ASSERT_TRUE(out.committed);
+  EXPECT_EQ(out.retries, 0);
+  ASSERT_EQ(out.instances.size(), 3u);
+  for (const ClaimedInstance& c : out.instances) EXPECT_EQ(c.rank, 0);
+  EXPECT_EQ(store_->GetHost("gpu-a")->generation, 3);
+  EXPECT_EQ(store_->ListClaims("gpu-a").size(), 3u);
+  EXPECT_EQ(store_->Audit(), std::vector<std::string>{});
+}
+
+TEST_F(ClaimDecisionTest, FallsBackToTheNextRankedHostWhenAnotherSchedulerWasFirst) {
+  const ScheduleResult d = Decide(1, false, 2);
+  ASSERT_TRUE(d.all_placed);
+  ASSERT_EQ(d.instances[0].chosen.host, "gpu-a");
+  ASSERT_EQ(d.instances[0].alternates.size(), 2u);
+  // Another scheduler claims on gpu-a between our Schedule and our claim.
+  ASSERT_FALSE(ClaimWithEngine(*store_, "gpu-a").empty());
+  const ClaimOutcome out = ClaimDecision(*store_, d);
+  ASSERT_TRUE(out.committed);
+  EXPECT_EQ(out.retries, 1);
+  ASSERT_EQ(out.conflicts.size(), 1u);
+  EXPECT_NE(out.conflicts[0].find("gpu-a"), std::string::npos) << out.conflicts[0];
+  ASSERT_EQ(out.instances.size(), 1u);
+  EXPECT_EQ(out.instances[0].rank, 1);
+  EXPECT_EQ(out.instances[0].where.host, "gpu-b");
+  EXPECT_EQ(store_->GetClaim(out.instances[0].claim_id)->host, "gpu-b");
+  EXPECT_EQ(store_->Audit(), std::vector<std::string>{});
+}
+
+TEST_F(ClaimDecisionTest, SecondInstanceFallsBackWithDifferentHosts) {
+  const ScheduleResult d = Decide(2, true, 2);
+  ASSERT_TRUE(d.all_placed);
+  ASSERT_EQ(d.instances[0].chosen.host, "gpu-a");
+  ASSERT_EQ(d.instances[1].chosen.host, "gpu-b");
+  ASSERT_FALSE(ClaimWithEngine(*store_, "gpu-b").empty());
+  const ClaimOutcome out = ClaimDecision(*store_, d);
+  ASSERT_TRUE(out.committed);
+  EXPECT_EQ(out.retries, 1);
+  ASSERT_EQ(out.instances.size(), 2u);
+  EXPECT_EQ(out.instances[0].where.host, "gpu-a");
+  EXPECT_EQ(out.instances[1].where.host, "gpu-c");
+  EXPECT_EQ(out.instances[1].rank, 1);
+  EXPECT_EQ(store_->ListClaims().size(), 3u);
+  EXPECT_EQ(store_->Audit(), std::vector<std::string>{});
+}
+
+TEST_F(ClaimDecisionTest, PackedInstancesSurviveTheirHostBeingTaken) {
+  // Both instances on gpu-a; another scheduler takes gpu-a first: each instance moves to an
+  // alternate whose placement still holds, or nothing is claimed. Never a double booking.
+  const ScheduleResult d = Decide(2, false, 2);
+  ASSERT_TRUE(d.all_placed);
+  ASSERT_EQ(d.instances[1].chosen.host, "gpu-a");
+  ASSERT_FALSE(ClaimWithEngine(*store_, "gpu-a").empty());
+  const ClaimOutcome out = ClaimDecision(*store_, d);
+  EXPECT_GE(out.retries, 2);
+  if (out.committed) {
+    for (const ClaimedInstance& c : out.instances) EXPECT_NE(c.where.host, "gpu-a");
+    EXPECT_EQ(store_->ListClaims().size(), 3u);
+  } else {
+    EXPECT_EQ(store_->ListClaims().size(), 1u);
+  }
+  EXPECT_EQ(store_->Audit(), std::vector<std::string>{});
+}
+
+TEST_F(ClaimDecisionTest, NothingIsClaimedWhenAnInstanceRunsOutOfCandidates) {
+  const ScheduleResult d = Decide(2, true, 0);
+  ASSERT_TRUE(d.all_placed);
+  ASSERT_FALSE(ClaimWithEngine(*store_, d.instances[1].chosen.host).empty());
+  const int64_t generation_a = store_->GetHost("gpu-a")->generation;
+  const ClaimOutcome out = ClaimDecision(*store_, d);
+  EXPECT_FALSE(out.committed);
+  EXPECT_TRUE(out.instances.empty());
+  EXPECT_EQ(out.retries, 1);
+  EXPECT_EQ(store_->ListClaims().size(), 1u);  // only the other scheduler's
+  EXPECT_EQ(store_->GetHost("gpu-a")->generation, generation_a);  // instance 0's claim rolled back
+}
+
+// --- Release and Audit -----------------------------------------------------------------
+
+TEST_F(FleetStoreTest, ReleaseDeletesTheUnitsAndBumpsTheGeneration) {
+  auto store = FleetStore::Open(url_);
+  store->AddHost(Spec("gpu-1", "hgx-h100"));
+  const std::string id = ClaimWithEngine(*store, "gpu-1");
+  ASSERT_FALSE(id.empty());
+  const int64_t before = store->GetHost("gpu-1")->generation;
+  EXPECT_GT(QueryInt(*store, "SELECT count(*) FROM claim_units WHERE claim_id = $1", {id}), 0);
+  EXPECT_TRUE(store->Release(id));
+  EXPECT_EQ(store->GetHost("gpu-1")->generation, before + 1);
+  EXPECT_EQ(QueryInt(*store, "SELECT count(*) FROM claim_units"), 0);
+  EXPECT_FALSE(store->Release(id));
+  EXPECT_EQ(store->GetHost("gpu-1")->generation, before + 1);
+}
+
+TEST_F(FleetStoreTest, AuditIsCleanAfterRandomClaimsAndReleasesAndFindsCorruption) {
+  auto store = FleetStore::Open(url_);
+  for (const char* name : {"h100-1", "h100-2"}) store->AddHost(Spec(name, "hgx-h100"));
+  store->AddHost(Spec("mi-1", "epyc-nps4-mi300x"));
+  std::mt19937_64 rng(2024);
+  std::vector<std::string> live;
+  int claimed = 0, released = 0;
+  for (int op = 0; op < 160; ++op) {
+    if (!live.empty() && testing::Chance(rng, 35)) {
+      const size_t k = static_cast<size_t>(testing::Uniform(rng, 0, static_cast<int>(live.size()) - 1));
+      ASSERT_TRUE(store->Release(live[k]));
+      live.erase(live.begin() + static_cast<long>(k));
+      ++released;
+    } else {
+      static const char* const kHosts[] = {"h100-1", "h100-2", "mi-1"};
+      const std::string host = kHosts[testing::Uniform(rng, 0, 2)];
+      const testing::Sku& sku = testing::SkuNamed(host == "mi-1" ? "epyc-nps4-mi300x" : "hgx-h100");
+      const std::string id = ClaimWithEngine(*store, host, testing::RandomFillerShape(rng, sku));
+      if (!id.empty()) {
+        live.push_back(id);
+        ++claimed;
+      }
+    }
+    if (op % 20 == 19) {
+      ASSERT_EQ(store->Audit(), std::vector<std::string>{}) << "after op " << op;
+    }
+  }
+  EXPECT_GT(claimed, 50);
+  EXPECT_GT(released, 20);
+  EXPECT_EQ(store->ListClaims().size(), live.size());
+  store.reset();
+
+  // A unit row moved to a CPU no claim holds.
+  Sqlite(path_, "UPDATE claim_units SET unit = 'cpu:100000' WHERE rowid = (SELECT min(rowid) FROM claim_units)");
+  store = FleetStore::Open(url_);
+  std::vector<std::string> problems = store->Audit();
+  ASSERT_FALSE(problems.empty());
+  EXPECT_NE(problems[0].find("cpu:100000"), std::string::npos) << problems[0];
+  store.reset();
+
+  // A unit row missing.
+  Sqlite(path_, "DELETE FROM claim_units WHERE unit = 'cpu:100000'");
+  store = FleetStore::Open(url_);
+  problems = store->Audit();
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("rows in claim_units"), std::string::npos) << problems[0];
+  store.reset();
+
+  // A claim row written past the unit guard that double-books another claim's units.
+  const fleet::Claim victim = [&] {
+    auto s = FleetStore::Open(url_);
+    std::vector<Claim> all = s->ListClaims();
+    auto it = std::find_if(all.rbegin(), all.rend(), [](const Claim& c) { return !UnitsOf(c.placement).empty(); });
+    EXPECT_NE(it, all.rend());
+    return *it;
+  }();
+  Sqlite(path_, "INSERT INTO claims(id, host, flavor, created_at, placement) VALUES ('c-ffffffffffff', " +
+                    Quote(victim.host) + ", 'evil', '2099-01-01T00:00:00Z', " +
+                    Quote(placement::WritePlacementJson(victim.placement)) + ")");
+  store = FleetStore::Open(url_);
+  problems = store->Audit();
+  // Which of the two is named depends on which the audit applies first; one of them must be.
+  bool named = false;
+  for (const std::string& line : problems)
+    named |= line.find("double-books") != std::string::npos &&
+             (line.find("c-ffffffffffff") != std::string::npos || line.find(victim.id) != std::string::npos);
+  EXPECT_TRUE(named) << ::testing::PrintToString(problems);
+}
+
+// --- Migration and schema versions -----------------------------------------------------
+
+// A store as accel's first claim store wrote it: the claims table, user_version 1.
+void WriteVersion1Store(const std::string& path, const std::vector<Claim>& claims) {
+  std::string sql =
+      "CREATE TABLE claims(id TEXT PRIMARY KEY, host TEXT NOT NULL, flavor TEXT NOT NULL, "
+      "created_at TEXT NOT NULL, placement TEXT NOT NULL);"
+      "CREATE INDEX claims_by_host ON claims(host);"
+      "PRAGMA user_version = 1;";
+  for (const Claim& c : claims)
+    sql += "INSERT INTO claims VALUES (" + Quote(c.id) + ", " + Quote(c.host) + ", " + Quote(c.flavor) + ", " +
+           Quote(c.created_at) + ", " + Quote(placement::WritePlacementJson(c.placement)) + ");";
+  Sqlite(path, sql);
+}
+
+std::vector<Claim> TwoGpuClaimsOn(const std::string& host, bool overlapping) {
+  const topology::HostTopology hw = Fixture("hgx-h100");
+  placement::HostUsage usage;
+  std::vector<Claim> claims;
+  for (int i = 0; i < 2; ++i) {
+    placement::PlaceResult r = placement::Place(hw, usage, {}, RequestOf(OneGpu()));
+    EXPECT_TRUE(r.fits());
+    r.placement->host = host;
+    if (!overlapping) usage.Apply(*r.placement);
+    claims.push_back({testing::TestClaimId(i + 1), host, r.placement->flavor, "2024-05-01T12:00:0" + std::to_string(i) + "Z",
+                      *r.placement});
+  }
+  return claims;
+}
+
+TEST_F(FleetStoreTest, Version1StoreIsMigratedOnOpenAndItsUnitsGuarded) {
+  const std::vector<Claim> claims = TwoGpuClaimsOn("hgx", false);
+  WriteVersion1Store(path_, claims);
+  {
+    auto store = FleetStore::OpenForMigration(url_);
+    EXPECT_EQ(store->SchemaVersion(), 1);
+  }
+  auto store = FleetStore::Open(url_);
+  EXPECT_EQ(store->SchemaVersion(), 2);
+  EXPECT_EQ(QueryInt(*store, "PRAGMA user_version"), 2);
+  const std::vector<Claim> listed = store->ListClaims();
+  ASSERT_EQ(listed.size(), 2u);
+  for (size_t i = 0; i < claims.size(); ++i) {
+    EXPECT_EQ(listed[i].id, claims[i].id);
+    EXPECT_EQ(placement::WritePlacementJson(listed[i].placement), placement::WritePlacementJson(claims[i].placement));
+    std::vector<std::string> units;
+    for (const SqlRow& row :
+         store->connection().Exec("SELECT unit FROM claim_units WHERE claim_id = $1 AND host = 'hgx' ORDER BY unit", {claims[i].id}).rows)
+      units.push_back(*row[0]);
+    std::vector<std::string> expected = UnitsOf(claims[i].placement);
+    std::sort(expected.begin(), expected.end());
+    EXPECT_EQ(units, expected) << claims[i].id;
+  }
+  EXPECT_EQ(store->Audit(), std::vector<std::string>{});
+  // The migrated claims now guard their units in the database, and claims see their usage.
+  EXPECT_THROW(store->connection().Exec("INSERT INTO claim_units(host, unit, claim_id) VALUES ('hgx', $1, $2)",
+                                        {UnitsOf(claims[0].placement).at(0), claims[1].id}),
+               SqlConstraintError);
+  ClaimResult again = store->ClaimOnHost("hgx", [&](const placement::HostUsage&) {
+    return std::optional<placement::Placement>(claims[0].placement);
+  });
+  EXPECT_FALSE(again.claimed());
+  store.reset();
+  EXPECT_EQ(FleetStore::Open(url_)->ListClaims().size(), 2u);  // opening again changes nothing
+  EXPECT_EQ(FleetStore::OpenForMigration(url_)->Migrate(), 2);
+}
+
+TEST_F(FleetStoreTest, Version1StoreThatDoubleBooksIsNotMigrated) {
+  const std::vector<Claim> claims = TwoGpuClaimsOn("hgx", true);
+  WriteVersion1Store(path_, claims);
+  try {
+    FleetStore::Open(url_);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(e.where().find(claims[1].id), std::string::npos) << e.what();
+    EXPECT_NE(e.problem().find("also held by another claim"), std::string::npos) << e.what();
+  }
+  // Left as it was: version 1, no fleet tables.
+  auto store = FleetStore::OpenForMigration(url_);
+  EXPECT_EQ(store->SchemaVersion(), 1);
+  EXPECT_EQ(QueryInt(*store, "SELECT count(*) FROM sqlite_master WHERE name = 'claim_units'"), 0);
+}
+
+TEST_F(FleetStoreTest, NewerSchemaVersionIsRefused) {
+  {
+    auto store = FleetStore::Open(url_);
+    store->connection().Exec("INSERT INTO accel_schema(version) VALUES (3)");
+  }
+  try {
+    FleetStore::Open(url_);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(e.problem().find("newer accel"), std::string::npos) << e.what();
+    EXPECT_NE(e.where().find(path_), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(FleetStore::OpenForMigration(url_)->Migrate(), InputError);
+}
+
+// --- What operators type ---------------------------------------------------------------
+
+template <typename F>
+InputError CatchInputError(F f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "expected InputError";
+  return InputError("", "", "");
+}
+
+TEST(FleetLabels, LabelsFollowKubernetesSyntax) {
+  EXPECT_EQ(ParseLabel("az=rack-3", "--label"), (std::pair<std::string, std::string>{"az", "rack-3"}));
+  EXPECT_EQ(ParseLabel("example.com/gpu=h100", "--label").first, "example.com/gpu");
+  EXPECT_EQ(ParseLabel("empty=", "--label").second, "");
+  EXPECT_EQ(ParseLabel("a.b_c-d=X.y_z-1", "--label").second, "X.y_z-1");
+  for (const std::string& bad : std::vector<std::string>{"noequals", "=value", "-az=a", "az-=a", "az=-a", "a z=b", "az=b c",
+                                "Example.com/gpu=x", "ex..com/gpu=x", "/gpu=x", "ex.com/=x",
+                                std::string(64, 'k') + "=v", "k=" + std::string(64, 'v'), "az=a=b"}) {
+    const InputError e = CatchInputError([&] { ParseLabel(bad, "--label"); });
+    EXPECT_EQ(e.where(), "--label") << bad;
+    EXPECT_NE(e.hint().find("az=rack-3"), std::string::npos) << bad << ": " << e.what();
+  }
+  EXPECT_NO_THROW(ParseLabel(std::string(63, 'k') + "=" + std::string(63, 'v'), "--label"));
+}
+
+TEST(FleetLabels, WhereTermsParseMatchAndPrint) {
+  const Labels h100 = {{"gpu", "h100"}, {"az", "a"}};
+  const Labels bare = {};
+  struct Case {
+    std::string text;
+    LabelRequirement::Op op;
+    bool on_h100, on_bare;
+  };
+  for (const Case& c : {Case{"gpu=h100", LabelRequirement::kEquals, true, false},
+                        Case{"gpu!=h100", LabelRequirement::kNotEquals, false, true},
+                        Case{"gpu!=a100", LabelRequirement::kNotEquals, true, true},
+                        Case{"az", LabelRequirement::kExists, true, false},
+                        Case{"!az", LabelRequirement::kNotExists, false, true},
+                        Case{"az=", LabelRequirement::kEquals, false, false}}) {
+    const LabelRequirement r = ParseRequirement(c.text, "--where");
+    EXPECT_EQ(r.op, c.op) << c.text;
+    EXPECT_EQ(r.ToString(), c.text);
+    EXPECT_EQ(r.Matches(h100), c.on_h100) << c.text;
+    EXPECT_EQ(r.Matches(bare), c.on_bare) << c.text;
+  }
+  EXPECT_TRUE(MatchesAll({}, bare));
+  EXPECT_FALSE(MatchesAll({ParseRequirement("az", "--where"), ParseRequirement("gpu=a100", "--where")}, h100));
+  for (const std::string& bad : std::vector<std::string>{"", "!", "!=x", "=x", "gpu==h100", "gpu=h 100", "!!gpu", "-gpu"}) {
+    const InputError e = CatchInputError([&] { ParseRequirement(bad, "--where"); });
+    EXPECT_EQ(e.where(), "--where") << "'" << bad << "'";
+  }
+}
+
+class PolicyFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = fs::path(::testing::TempDir()) / "policy-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string Write(const std::string& name, const std::string& text) {
+    const std::string path = dir_ + "/" + name;
+    std::ofstream(path) << text;
+    return path;
+  }
+  std::string dir_;
+};
+
+TEST_F(PolicyFileTest, NovaOptionNamesAreRead) {
+  const std::string path = Write("policy.yaml",
+                                 "cpu_dedicated_set: \"2-31,34-63\"\n"
+                                 "cpu_shared_set: \"0-1,32-33\"\n"
+                                 "cpu_allocation_ratio: 2.5\n"
+                                 "reserved_host_memory_mb: 4096\n"
+                                 "packing_host_numa_cells_allocation_strategy: false\n");
+  const placement::HostPolicy p = LoadHostPolicy(path);
+  ASSERT_TRUE(p.cpu_dedicated_set);
+  EXPECT_EQ(p.cpu_dedicated_set->ToString(), "2-31,34-63");
+  EXPECT_EQ(p.cpu_shared_set->ToString(), "0-1,32-33");
+  EXPECT_EQ(p.cpu_allocation_ratio, 2.5);
+  EXPECT_EQ(p.reserved_host_memory_mib_per_node, 4096u);
+  EXPECT_EQ(p.strategy, placement::Strategy::kSpread);
+  // The stored JSON form reads back to the same policy.
+  EXPECT_EQ(HostPolicyToJson(HostPolicyFromJson(HostPolicyToJson(p), "x")), HostPolicyToJson(p));
+  EXPECT_EQ(HostPolicyToJson(placement::HostPolicy{}), nlohmann::json::object());
+  EXPECT_EQ(HostPolicyToJson(LoadHostPolicy(Write("empty.yaml", ""))), nlohmann::json::object());
+}
+
+TEST_F(PolicyFileTest, MistakesNameTheFileAndKey) {
+  const std::string typo = Write("typo.yaml", "cpu_dedicated_sett: \"2-31\"\n");
+  InputError e = CatchInputError([&] { LoadHostPolicy(typo); });
+  EXPECT_EQ(e.where(), typo);
+  EXPECT_EQ(e.field(), "cpu_dedicated_sett");
+  EXPECT_NE(e.hint().find("did you mean cpu_dedicated_set?"), std::string::npos) << e.what();
+
+  e = CatchInputError([&] { LoadHostPolicy(Write("far.yaml", "gpus: 8\n")); });
+  EXPECT_EQ(e.field(), "gpus");
+  EXPECT_NE(e.hint().find("known: cpu_dedicated_set"), std::string::npos) << e.what();
+
+  struct Bad {
+    std::string text, field;
+  };
+  for (const Bad& b : {Bad{"cpu_dedicated_set: \"2-x\"\n", "cpu_dedicated_set"},
+                       Bad{"cpu_shared_set: 3\n", "cpu_shared_set"},
+                       Bad{"cpu_allocation_ratio: 0\n", "cpu_allocation_ratio"},
+                       Bad{"cpu_allocation_ratio: \"four\"\n", "cpu_allocation_ratio"},
+                       Bad{"reserved_host_memory_mb: -1\n", "reserved_host_memory_mb"},
+                       Bad{"reserved_host_memory_mb: 1.5\n", "reserved_host_memory_mb"},
+                       Bad{"packing_host_numa_cells_allocation_strategy: 3\n",
+                           "packing_host_numa_cells_allocation_strategy"}}) {
+    const std::string path = Write("bad.yaml", b.text);
+    e = CatchInputError([&] { LoadHostPolicy(path); });
+    EXPECT_EQ(e.where(), path) << b.text;
+    EXPECT_EQ(e.field(), b.field) << b.text << ": " << e.what();
+  }
+  e = CatchInputError([&] { LoadHostPolicy(Write("list.yaml", "- 1\n- 2\n")); });
+  EXPECT_NE(e.problem().find("mapping"), std::string::npos) << e.what();
+  EXPECT_THROW(LoadHostPolicy(dir_ + "/missing.yaml"), InputError);
+}
+
+TEST(FleetStoreUrl, AcceptsSqliteAndPostgresFormsAndHidesPasswords) {
+  StoreUrl u = ParseStoreUrl("sqlite:/var/lib/accel/state.db");
+  EXPECT_EQ(u.engine, StoreUrl::kSqlite);
+  EXPECT_EQ(u.target, "/var/lib/accel/state.db");
+  EXPECT_EQ(ParseStoreUrl("sqlite://relative/x.db").target, "relative/x.db");
+  EXPECT_EQ(ParseStoreUrl("state.db").engine, StoreUrl::kSqlite);
+  EXPECT_EQ(ParseStoreUrl("dir/fleet.sqlite").target, "dir/fleet.sqlite");
+  u = ParseStoreUrl("postgresql://accel:s3cret@db.example/fleet");
+  EXPECT_EQ(u.engine, StoreUrl::kPostgres);
+  EXPECT_EQ(u.target, "postgresql://accel:s3cret@db.example/fleet");
+  EXPECT_EQ(u.display, "postgresql://accel:***@db.example/fleet");
+  EXPECT_EQ(ParseStoreUrl("postgres://db/fleet").engine, StoreUrl::kPostgres);
+  for (const std::string& bad : std::vector<std::string>{"mysql://db/fleet", "fleet", "sqlite:", "", "http://x.db"}) {
+    const InputError e = CatchInputError([&] { ParseStoreUrl(bad, "--store"); });
+    EXPECT_EQ(e.where(), "--store") << bad;
+    EXPECT_NE(e.hint().find("sqlite:PATH"), std::string::npos) << bad;
+  }
+  const InputError e = CatchInputError([&] { ParseStoreUrl("mysql://root:pw@db/x"); });
+  EXPECT_EQ(std::string(e.what()).find("pw@"), std::string::npos) << "password shown: " << e.what();
+}
+
+TEST(FleetHostState, NamesParseAndUnknownIsAnInputError) {
+  for (HostAdminState s : {HostAdminState::kEnabled, HostAdminState::kDisabled, HostAdminState::kMaintenance})
+    EXPECT_EQ(ParseHostAdminState(HostAdminStateName(s), "--state"), s);
+  const InputError e = CatchInputError([] { ParseHostAdminState("drained", "--state"); });
+  EXPECT_EQ(e.where(), "--state");
+  EXPECT_NE(e.hint().find("maintenance"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace accel::fleet
