@@ -50,6 +50,7 @@ StoreUrl ParseStoreUrl(const std::string& url, const std::string& where) {
   }
   out.engine = StoreUrl::kSqlite;
   out.target = path;
+  out.display = path;  // messages name the file, as people know it
   return out;
 }
 

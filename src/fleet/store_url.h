@@ -12,7 +12,8 @@ struct StoreUrl {
   enum Engine { kSqlite, kPostgres };
   Engine engine = kSqlite;  ///< which database engine
   std::string target;       ///< SQLite: the file path; PostgreSQL: the libpq conninfo (the URL)
-  std::string display;      ///< the URL with any password replaced by "***", for messages
+  /// For messages: the SQLite file's path; the PostgreSQL URL with any password as "***".
+  std::string display;
 };
 
 /// Parses `url`. Accepts `sqlite:PATH` (PATH relative or absolute; `sqlite://PATH` too),
