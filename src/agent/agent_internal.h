@@ -1,6 +1,8 @@
 // Pieces of the node agent shared by agent.cc and its helpers; not part of the interface.
 #pragma once
 
+#include "common/periodic_thread.h"
+
 #include <condition_variable>
 #include <filesystem>
 #include <functional>
@@ -48,7 +50,6 @@ class LabelWriter {
 
  private:
   void WriteOnce();
-  void Run();
 
   std::string path_;
   kube::Labels labels_;
@@ -56,10 +57,7 @@ class LabelWriter {
   Log log_;
   bool directory_missing_logged_ = false;
   bool error_logged_ = false;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;
-  std::thread thread_;
+  PeriodicThread thread_;
 };
 
 }  // namespace accel::agent::internal

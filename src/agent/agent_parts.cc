@@ -64,17 +64,10 @@ LabelWriter::~LabelWriter() { Stop(); }
 
 void LabelWriter::Start() {
   WriteOnce();
-  thread_ = std::thread([this] { Run(); });
+  thread_.Start(interval_, [this] { WriteOnce(); });
 }
 
-void LabelWriter::Stop() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stopping_ = true;
-  }
-  cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
-}
+void LabelWriter::Stop() { thread_.Stop(); }
 
 void LabelWriter::WriteOnce() {
   std::filesystem::path dir = std::filesystem::path(path_).parent_path();
@@ -93,15 +86,6 @@ void LabelWriter::WriteOnce() {
   } catch (const std::exception& e) {
     if (!error_logged_) log_(std::string("labels: ") + e.what());
     error_logged_ = true;
-  }
-}
-
-void LabelWriter::Run() {
-  std::unique_lock<std::mutex> lock(mu_);
-  while (!cv_.wait_for(lock, interval_, [this] { return stopping_; })) {
-    lock.unlock();
-    WriteOnce();
-    lock.lock();
   }
 }
 

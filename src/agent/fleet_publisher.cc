@@ -15,27 +15,10 @@ FleetPublisher::~FleetPublisher() { Stop(); }
 
 void FleetPublisher::Start() {
   Tick();
-  thread_ = std::thread([this] { Run(); });
+  thread_.Start(section_.heartbeat, [this] { Tick(); });
 }
 
-void FleetPublisher::Stop() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stopping_ = true;
-  }
-  cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
-}
-
-void FleetPublisher::Run() {
-  for (;;) {
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      if (cv_.wait_for(lock, section_.heartbeat, [&] { return stopping_; })) return;
-    }
-    Tick();
-  }
-}
+void FleetPublisher::Stop() { thread_.Stop(); }
 
 bool FleetPublisher::Tick() {
   // The hardware as it is now: a GPU that fell off the bus, a MIG-less reboot, memory changes.

@@ -7,14 +7,12 @@
 // thread).
 #pragma once
 
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
 
 #include "agent/agent_config.h"
 #include "agent/agent_internal.h"
+#include "common/periodic_thread.h"
 #include "topology/host.h"
 
 namespace accel::fleet {
@@ -37,7 +35,6 @@ class FleetPublisher {
   bool Tick();
 
  private:
-  void Run();
   bool Publish(const topology::HostTopology& host, bool changed);
 
   FleetSection section_;
@@ -47,10 +44,7 @@ class FleetPublisher {
   Log log_;
   std::unique_ptr<fleet::FleetStore> store_;
   bool failing_ = false;      ///< the last attempt failed (log only the first of a streak)
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;
-  std::thread thread_;
+  PeriodicThread thread_;
 };
 
 }  // namespace accel::agent::internal

@@ -16,6 +16,7 @@
 #include "cli/placement_text.h"
 #include "cli/table.h"
 #include "common/error.h"
+#include "common/strings.h"
 #include "common/structured_file.h"
 #include "common/yaml_out.h"
 #include "fleet/capacity.h"
@@ -80,21 +81,6 @@ nlohmann::ordered_json CallServer(const ServerFlags& f, const std::string& metho
   if (r.status >= 400 && r.status < 500) throw InputError(f.url + path, "", error.empty() ? "HTTP " + std::to_string(r.status) : error);
   if (r.status >= 300) throw SystemError("the service refused", f.url + path, error.empty() ? "HTTP " + std::to_string(r.status) : error);
   return doc;
-}
-
-std::string UrlEncode(const std::string& s) {
-  static const char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
 }
 
 // A file of flavors or aliases as the JSON the API takes.
@@ -251,7 +237,7 @@ int HostList(const HostOptions& o) {
   const std::vector<fleet::LabelRequirement> where = ParseWhere(o.where);
   if (!o.server.url.empty()) {
     std::string query;
-    for (const std::string& w : o.where) query += (query.empty() ? "?" : "&") + std::string("where=") + UrlEncode(w);
+    for (const std::string& w : o.where) query += (query.empty() ? "?" : "&") + std::string("where=") + PercentEncode(w);
     nlohmann::ordered_json doc = CallServer(o.server, "GET", "/api/v1/hosts" + query);
     if (o.output != "table") Emit(doc, o.output);
     else if (doc["hosts"].empty()) std::cout << "no hosts at " << o.server.url << "\n";
@@ -359,7 +345,7 @@ void RegisterHost(CLI::App* fleet_cmd, int* exit_code) {
   s->callback([show, exit_code] {
     *exit_code = Guarded("fleet host show", [&] {
       if (!show->server.url.empty()) {
-        nlohmann::ordered_json doc = CallServer(show->server, "GET", "/api/v1/hosts/" + UrlEncode(show->name));
+        nlohmann::ordered_json doc = CallServer(show->server, "GET", "/api/v1/hosts/" + PercentEncode(show->name));
         Emit(doc, show->output == "table" ? "yaml" : show->output);
         return kExitOk;
       }
@@ -634,7 +620,7 @@ void RegisterPlaceAndClaims(CLI::App* fleet_cmd, int* exit_code) {
     *exit_code = Guarded("fleet claims", [&] {
       if (!lo->server.url.empty()) {
         nlohmann::ordered_json doc =
-            CallServer(lo->server, "GET", "/api/v1/claims" + (lo->host.empty() ? "" : "?host=" + UrlEncode(lo->host)));
+            CallServer(lo->server, "GET", "/api/v1/claims" + (lo->host.empty() ? "" : "?host=" + PercentEncode(lo->host)));
         std::vector<fleet::Claim> claims;
         for (const auto& c : doc["claims"])
           claims.push_back({c["id"], c["host"], c["flavor"], c["created_at"],

@@ -35,4 +35,12 @@ std::string_view Trim(std::string_view s, std::string_view chars = kAsciiSpace);
 /// SplitList(" nvidia, amd,,habana ") → {"nvidia", "amd", "habana"}; "" → {}.
 std::vector<std::string> SplitList(std::string_view text, char sep = ',');
 
+/// `s` with every byte other than A-Z a-z 0-9 - _ . ~ written as %XX (RFC 3986 unreserved kept):
+/// for a URL path segment or query value. PercentEncode("a b/c") == "a%20b%2Fc".
+std::string PercentEncode(std::string_view s);
+
+/// The reverse: %XX becomes its byte; `plus_is_space` also turns '+' into ' ' (form/query
+/// encoding). A '%' not followed by two hex digits is kept as it is.
+std::string PercentDecode(std::string_view s, bool plus_is_space = false);
+
 }  // namespace accel

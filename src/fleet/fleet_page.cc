@@ -3,6 +3,7 @@
 #include <map>
 #include <sstream>
 
+#include "common/strings.h"
 #include "placement/host_picture.h"
 
 namespace accel::fleet {
@@ -10,20 +11,7 @@ namespace accel::fleet {
 namespace {
 
 // "/hosts/NAME.svg" with NAME percent-encoded where a URL path needs it.
-std::string PictureUrl(const std::string& name) {
-  static const char kHex[] = "0123456789ABCDEF";
-  std::string out = "/hosts/";
-  for (unsigned char c : name) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out + ".svg";
-}
+std::string PictureUrl(const std::string& name) { return "/hosts/" + PercentEncode(name) + ".svg"; }
 
 // Free hugepages per size over the host's nodes: "1G 1530/1536, 2M 32768/32768".
 std::string PagesFree(const HostEntry& e) {

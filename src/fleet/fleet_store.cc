@@ -94,6 +94,12 @@ std::string NowMicros() {
 
 int64_t ToInt(const SqlValue& v) { return v ? std::stoll(*v) : 0; }
 
+// A read-only transaction that sees one state of the store for all its statements (SQLite's
+// WAL read transaction does; PostgreSQL's default READ COMMITTED would not).
+void BeginSnapshot(SqlConnection& db) {
+  if (db.engine() == SqlEngine::kPostgres) db.Exec("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY");
+}
+
 std::string Text(const SqlValue& v) { return v.value_or(""); }
 
 bool TableExists(SqlConnection& db, const std::string& table) {
@@ -449,7 +455,7 @@ std::vector<HostVersion> FleetStore::HostVersions() {
 FleetSnapshot FleetStore::Snapshot() {
   SqlConnection& db = *db_;
   SqlTransaction tx(db, false);
-  if (db.engine() == SqlEngine::kPostgres) db.Exec("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY");
+  BeginSnapshot(db);
   FleetSnapshot snap;
   snap.taken_at = NowUnix();
   for (const SqlRow& row : db.Exec(std::string("SELECT ") + kHostColumns + " FROM hosts ORDER BY name").rows)
@@ -549,7 +555,7 @@ std::optional<Claim> FleetStore::GetClaim(const std::string& id) {
 std::vector<std::string> FleetStore::Audit() {
   SqlConnection& db = *db_;
   SqlTransaction tx(db, false);
-  if (db.engine() == SqlEngine::kPostgres) db.Exec("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY");
+  BeginSnapshot(db);
   std::vector<std::string> problems;
   std::map<std::string, placement::HostUsage> usage;
   std::map<std::pair<std::string, std::string>, std::string> expected_units;  // (host, unit) -> claim

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "common/strings.h"
 #include "common/structured_file.h"
 #include "fleet/fleet_json.h"
 #include "fleet/fleet_page.h"
@@ -53,20 +54,7 @@ ServiceReply MethodNotAllowed(const std::string& allow) {
 
 // "a=1&b=x%2Fy" -> {a: 1, b: x/y}; repeated keys keep every value.
 std::multimap<std::string, std::string> ParseQuery(const std::string& query) {
-  auto decode = [](const std::string& s) {
-    std::string out;
-    for (size_t i = 0; i < s.size(); ++i) {
-      if (s[i] == '+') out += ' ';
-      else if (s[i] == '%' && i + 2 < s.size() && std::isxdigit(static_cast<unsigned char>(s[i + 1])) &&
-               std::isxdigit(static_cast<unsigned char>(s[i + 2]))) {
-        out += static_cast<char>(std::stoi(s.substr(i + 1, 2), nullptr, 16));
-        i += 2;
-      } else {
-        out += s[i];
-      }
-    }
-    return out;
-  };
+  auto decode = [](const std::string& s) { return PercentDecode(s, true); };
   std::multimap<std::string, std::string> out;
   std::stringstream ss(query);
   std::string part;
@@ -181,31 +169,13 @@ FleetService::FleetService(ServiceOptions options)
 FleetService::~FleetService() { Stop(); }
 
 void FleetService::Start() {
-  std::lock_guard<std::mutex> lock(stop_mu_);
-  if (refresher_.joinable()) return;
-  stopping_ = false;
-  refresher_ = std::thread([this] { RefreshLoop(); });
-}
-
-void FleetService::Stop() {
-  {
-    std::lock_guard<std::mutex> lock(stop_mu_);
-    stopping_ = true;
-  }
-  stop_cv_.notify_all();
-  if (refresher_.joinable()) refresher_.join();
-}
-
-void FleetService::RefreshLoop() {
-  for (;;) {
-    {
-      std::unique_lock<std::mutex> lock(stop_mu_);
-      if (stop_cv_.wait_for(lock, options_.refresh, [&] { return stopping_; })) return;
-    }
+  refresher_.Start(options_.refresh, [this] {
     RefreshNow();
     if (std::chrono::steady_clock::now() - capacity_at_ >= options_.capacity_every) RecomputeCapacity();
-  }
+  });
 }
+
+void FleetService::Stop() { refresher_.Stop(); }
 
 bool FleetService::RefreshNow() {
   try {

@@ -37,6 +37,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/periodic_thread.h"
 #include "fleet/capacity.h"
 #include "fleet/fleet_store.h"
 #include "fleet/fleet_view.h"
@@ -101,7 +102,6 @@ class FleetService {
   ServiceReply Page();
   /// Reloads `names` from the store into the view (after this replica claimed or released).
   void RefreshHosts(FleetStore& store, const std::vector<std::string>& names);
-  void RefreshLoop();
   void RecomputeCapacity();
 
   ServiceOptions options_;
@@ -113,10 +113,7 @@ class FleetService {
   CapacityReport capacity_;           ///< guarded by view_mu_; of options_.capacity_flavors
   std::chrono::steady_clock::time_point capacity_at_{};  ///< refresher thread only
 
-  std::mutex stop_mu_;
-  std::condition_variable stop_cv_;
-  bool stopping_ = false;             ///< guarded by stop_mu_
-  std::thread refresher_;
+  PeriodicThread refresher_;          ///< RefreshNow every options_.refresh
 
   // Metrics.
   std::atomic<bool> store_up_{true};

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "common/strings.h"
 
 namespace accel::telemetry {
 
@@ -68,19 +69,6 @@ std::string Base64(const std::string& in) {
   int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), reinterpret_cast<const unsigned char*>(in.data()),
                           static_cast<int>(in.size()));
   out.resize(static_cast<size_t>(n));
-  return out;
-}
-
-std::string PercentDecode(const std::string& s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '%' && i + 2 < s.size()) {
-      out += static_cast<char>(std::stoi(s.substr(i + 1, 2), nullptr, 16));
-      i += 2;
-    } else {
-      out += s[i];
-    }
-  }
   return out;
 }
 

@@ -104,5 +104,18 @@ TEST(Strings, EditDistanceAndClosestMatch) {
   }
 }
 
+TEST(PercentEncoding, RoundTripsEveryByteAndKeepsUnreserved) {
+  EXPECT_EQ(PercentEncode("a b/c"), "a%20b%2Fc");
+  EXPECT_EQ(PercentEncode("gpu-001_x.y~z"), "gpu-001_x.y~z");
+  EXPECT_EQ(PercentDecode("a%20b%2fc"), "a b/c");
+  EXPECT_EQ(PercentDecode("a+b", true), "a b");
+  EXPECT_EQ(PercentDecode("a+b"), "a+b");
+  EXPECT_EQ(PercentDecode("100%"), "100%");    // not an escape: kept
+  EXPECT_EQ(PercentDecode("%zz%4"), "%zz%4");
+  std::string all;
+  for (int c = 0; c < 256; ++c) all += static_cast<char>(c);
+  EXPECT_EQ(PercentDecode(PercentEncode(all)), all);
+}
+
 }  // namespace
 }  // namespace accel
