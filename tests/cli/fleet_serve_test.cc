@@ -496,6 +496,28 @@ TEST_F(FleetServeCli, BUG_UnknownRequestKeysAreRefusedNotIgnored) {
   ExpectConforms(api);
 }
 
+// BUG (src/fleet/service.cc, Field<int>): integer fields are read with nlohmann's get<int>(),
+// which narrows without a check: "count": 4294967297 becomes 1 and places one instance with 200,
+// and "count": 1.5 is truncated to 1. A count that is not a whole number in range should be 400
+// naming the field, as "count": 0 is.
+TEST_F(FleetServeCli, BUG_CountThatIsNotAWholeNumberInRangeIsRefusedNotNarrowed) {
+  AddFleet(store_);
+  auto serve = Serve();
+  test_support::ApiClient api(serve->Url());
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"/api/v1/place", PlaceBody(Flavor("gpu-1g.yaml"), {{"count", 4294967297LL}})},
+      {"/api/v1/place", PlaceBody(Flavor("gpu-1g.yaml"), {{"count", 1.5}})},
+      {"/api/v1/filter", json({{"flavor", Flavor("gpu-1g.yaml")}, {"aliases", Aliases()}, {"hosts", {"h100-a"}},
+                               {"count", 4294967297LL}}).dump()},
+  };
+  for (const auto& [path, body] : cases) {
+    test_support::ApiReply r = api.Post(path, body, false);
+    EXPECT_EQ(r.status, 400) << path << " " << body.substr(body.find("count")) << "\n" << r.body.substr(0, 200);
+    EXPECT_THAT(r.body, HasSubstr("count")) << path;
+  }
+  ExpectConforms(api);
+}
+
 // ---- Metrics ---------------------------------------------------------------------------------
 
 TEST_F(FleetServeCli, MetricsPassPromtoolAndHoldCapacityFreeStrandedClaimsLatencyAndRetries) {
