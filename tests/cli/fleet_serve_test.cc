@@ -82,13 +82,16 @@ std::string Accel(const std::string& args) {
   return r.output;
 }
 
-// Adds the test fleet: two HGX H100 hosts (az a and b), an HGX H200 (az a), a Gaudi 2 host in
-// maintenance (az b).
-void AddFleet(const std::string& store) {
+// Adds the test fleet: two HGX H100 hosts (az a and b; h100-b with a Nova host policy written to
+// `dir`), an HGX H200 (az a), a Gaudi 2 host in maintenance (az b).
+void AddFleet(const std::string& store, const std::filesystem::path& dir) {
+  WriteFile(dir / "policy.yaml",
+            "cpu_dedicated_set: \"2-111,114-223\"\ncpu_shared_set: \"0-1,112-113\"\ncpu_allocation_ratio: 4.0\n"
+            "reserved_host_memory_mb: 4096\npacking_host_numa_cells_allocation_strategy: false\n");
   Accel("fleet host add --store '" + store + "' --topology " + Src("fixtures/hosts/hgx-h100.json") +
         " --name h100-a --label az=a --label gpu=h100");
   Accel("fleet host add --store '" + store + "' --topology " + Src("fixtures/hosts/hgx-h100.json") +
-        " --name h100-b --label az=b --label gpu=h100");
+        " --name h100-b --label az=b --label gpu=h100 --policy " + (dir / "policy.yaml").string());
   Accel("fleet host add --store '" + store + "' --topology " + Src("fixtures/hosts/hgx-h200.json") +
         " --name h200-a --label az=a --label gpu=h200");
   Accel("fleet host add --store '" + store + "' --topology " + Src("fixtures/hosts/gaudi2-8hpu.json") +
@@ -230,7 +233,7 @@ TEST_F(FleetServeCli, CheckerRefusesDrift) {
 // ---- Every route -----------------------------------------------------------------------------
 
 TEST_F(FleetServeCli, EveryRouteAnswersAsTheSpecSays) {
-  AddFleet(store_);
+  AddFleet(store_, dir_);
   auto serve = Serve({"--capacity-flavor", Src("examples/flavors/gpu-1g.yaml"), "--aliases", kAliasesFile});
   test_support::ApiClient api(serve->Url());
 
@@ -243,6 +246,9 @@ TEST_F(FleetServeCli, EveryRouteAnswersAsTheSpecSays) {
   EXPECT_EQ(hosts["h100-a"]["accelerators"]["free"], 8);
   EXPECT_EQ(hosts["h100-a"]["labels"]["az"], "a");
   EXPECT_EQ(hosts["h100-a"]["topology"], hosts["h100-b"]["topology"]) << "one SKU, one topology";
+  EXPECT_EQ(hosts["h100-a"]["policy"], json::object());
+  EXPECT_EQ(hosts["h100-b"]["policy"]["cpu_shared_set"], "0-1,112-113") << hosts["h100-b"].dump();
+  EXPECT_EQ(hosts["h100-b"]["policy"]["reserved_host_memory_mb"], 4096) << hosts["h100-b"].dump();
   r = api.Get("/api/v1/hosts?where=az%3Da&where=gpu");
   ASSERT_EQ(r.status, 200) << r.body;
   std::set<std::string> names;
@@ -395,7 +401,7 @@ TEST_F(FleetServeCli, EveryRouteAnswersAsTheSpecSays) {
 // ---- Errors ----------------------------------------------------------------------------------
 
 TEST_F(FleetServeCli, BadInputIs400NamingTheField) {
-  AddFleet(store_);
+  AddFleet(store_, dir_);
   auto serve = Serve();
   test_support::ApiClient api(serve->Url());
   json bogus = Flavor("gpu-1g.yaml");
@@ -441,7 +447,7 @@ TEST_F(FleetServeCli, BadInputIs400NamingTheField) {
 }
 
 TEST_F(FleetServeCli, WrongMethodIs405WithTheMethodsTheSpecLists) {
-  AddFleet(store_);
+  AddFleet(store_, dir_);
   auto serve = Serve();
   test_support::ApiClient api(serve->Url());
   const std::vector<std::pair<std::string, std::string>> cases = {
@@ -459,7 +465,7 @@ TEST_F(FleetServeCli, WrongMethodIs405WithTheMethodsTheSpecLists) {
 }
 
 TEST_F(FleetServeCli, UnknownPathsHostsAndClaimsAre404) {
-  AddFleet(store_);
+  AddFleet(store_, dir_);
   auto serve = Serve();
   test_support::ApiClient api(serve->Url());
   for (const char* path : {"/api/v2/hosts", "/api/v1", "/favicon.ico", "/api/v1/hosts/nope", "/hosts/nope.svg"}) {
@@ -479,7 +485,7 @@ TEST_F(FleetServeCli, UnknownPathsHostsAndClaimsAre404) {
 // keys, and docs/fleet-api.yaml gives these bodies additionalProperties: false; the service
 // should answer 400 naming the key.
 TEST_F(FleetServeCli, BUG_UnknownRequestKeysAreRefusedNotIgnored) {
-  AddFleet(store_);
+  AddFleet(store_, dir_);
   auto serve = Serve();
   test_support::ApiClient api(serve->Url());
   const std::vector<std::pair<std::string, std::string>> cases = {
@@ -501,7 +507,7 @@ TEST_F(FleetServeCli, BUG_UnknownRequestKeysAreRefusedNotIgnored) {
 // and "count": 1.5 is truncated to 1. A count that is not a whole number in range should be 400
 // naming the field, as "count": 0 is.
 TEST_F(FleetServeCli, BUG_CountThatIsNotAWholeNumberInRangeIsRefusedNotNarrowed) {
-  AddFleet(store_);
+  AddFleet(store_, dir_);
   auto serve = Serve();
   test_support::ApiClient api(serve->Url());
   const std::vector<std::pair<std::string, std::string>> cases = {
@@ -522,7 +528,7 @@ TEST_F(FleetServeCli, BUG_CountThatIsNotAWholeNumberInRangeIsRefusedNotNarrowed)
 
 TEST_F(FleetServeCli, MetricsPassPromtoolAndHoldCapacityFreeStrandedClaimsLatencyAndRetries) {
   ACCEL_REQUIRE_TOOL("/usr/bin/promtool", "prometheus");
-  AddFleet(store_);
+  AddFleet(store_, dir_);
   const json cli_cap = json::parse(Accel("fleet capacity --store '" + store_ + "' --flavor " +
                                          Src("examples/flavors/gpu-1g.yaml") + " --aliases " + kAliasesFile + " -o json"));
   auto serve = Serve({"--capacity-flavor", Src("examples/flavors/gpu-1g.yaml"), "--aliases", kAliasesFile});
@@ -565,7 +571,7 @@ TEST_F(FleetServeCli, MetricsPassPromtoolAndHoldCapacityFreeStrandedClaimsLatenc
 // ---- TLS and basic auth ----------------------------------------------------------------------
 
 TEST_F(FleetServeCli, TlsAndBasicAuthFromTheExportersWebConfigFile) {
-  AddFleet(store_);
+  AddFleet(store_, dir_);
   telemetry::testing::TestPki pki;
   const std::string hash = Bcrypt("s3cret");
   ASSERT_FALSE(hash.empty());
@@ -605,7 +611,7 @@ TEST_F(FleetServeCli, TlsAndBasicAuthFromTheExportersWebConfigFile) {
 // while it reads a body that arrives in a later read (it once kept a view into the buffer the body
 // overwrote, and answered such POSTs 401; fixed in 5b69e06).
 TEST_F(FleetServeCli, BasicAuthAcceptsAPostWhoseBodyArrivesAfterItsHead) {
-  AddFleet(store_);
+  AddFleet(store_, dir_);
   const std::string hash = Bcrypt("s3cret");
   ASSERT_FALSE(hash.empty());
   WriteFile(dir_ / "web.yml", "basic_auth_users:\n  scheduler: '" + hash + "'\n");
