@@ -269,6 +269,62 @@ TEST_F(FleetStoreTest, AgentUpsertKeepsTheOperatorsStateAndMergesLabels) {
   EXPECT_TRUE(IsStale(second, *second.heartbeat_at + 61));
 }
 
+// A host's hardware may change under its claims only while every claim still holds on it.
+TEST_F(FleetStoreTest, TopologyChangeThatDropsAClaimedDeviceIsRefused) {
+  auto store = FleetStore::Open(url_);
+  store->AddHost(Spec("gpu-1", "hgx-h100"));
+  const std::string id = ClaimWithEngine(*store, "gpu-1");
+  ASSERT_FALSE(id.empty());
+  const std::string device = store->GetClaim(id)->placement.devices.at(0).address;
+  topology::HostTopology lacking = Fixture("hgx-h100");
+  lacking.pci.erase(std::remove_if(lacking.pci.begin(), lacking.pci.end(),
+                                   [&](const topology::PciDevice& d) { return d.address == device; }),
+                    lacking.pci.end());
+  HostSpec change;
+  change.name = "gpu-1";
+  change.topology = lacking;
+  const int64_t generation = store->GetHost("gpu-1")->generation;
+  try {
+    store->UpdateHost(change);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(e.problem().find(id), std::string::npos) << e.what();
+    EXPECT_NE(e.problem().find(device), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(store->GetHost("gpu-1")->generation, generation);
+  EXPECT_EQ(store->GetHost("gpu-1")->topology_id, TopologyId(Fixture("hgx-h100")));
+  EXPECT_EQ(QueryInt(*store, "SELECT count(*) FROM topologies"), 1);
+}
+
+// BUG (reported to the lead, issue 13): fleet_store.h says UpdateHost refuses a new topology
+// "unless every claim still validates against the new hardware", but CheckClaimsFit
+// (src/fleet/fleet_store.cc) only checks that each claimed CPU and PCI device exists: a claim
+// holding 1 GiB pages on a node whose new hardware has none is accepted, and the host's usage
+// then exceeds its pools (Audit reports it only afterwards). Fix: in CheckClaimsFit, also apply
+// every claim of the host (UsageOf) and, per node of the usage, check the node exists on `hw` and
+// pages_used <= the new pool's total for each size above 4 KiB (the same test Audit makes).
+TEST_F(FleetStoreTest, BUG_TopologyChangeThatDropsClaimedPagesIsRefused) {
+  auto store = FleetStore::Open(url_);
+  store->AddHost(Spec("gpu-1", "hgx-h100"));
+  FlavorShape paged = OneGpu();
+  paged.pages_1g = true;
+  paged.gib_per_cell = 64;
+  const std::string id = ClaimWithEngine(*store, "gpu-1", paged);
+  ASSERT_FALSE(id.empty());
+  const placement::CellPlacement cell = store->GetClaim(id)->placement.cells.at(0);
+  ASSERT_EQ(cell.page_size_kib, 1048576u);
+  topology::HostTopology fewer = Fixture("hgx-h100");
+  for (topology::NumaNode& n : fewer.numa_nodes)
+    if (n.id == cell.host_node)
+      for (topology::HugepagePool& pool : n.pages)
+        if (pool.size_kib == 1048576) pool.total = pool.free = 8;  // the claim holds 64
+  HostSpec change;
+  change.name = "gpu-1";
+  change.topology = fewer;
+  EXPECT_THROW(store->UpdateHost(change), InputError);
+  EXPECT_EQ(store->Audit(), std::vector<std::string>{});
+}
+
 // --- ClaimBatch ------------------------------------------------------------------------
 
 TEST_F(FleetStoreTest, BatchRefusesAMovedGenerationADisabledHostAndAnUnknownHost) {
