@@ -325,6 +325,27 @@ TEST_F(FleetStoreTest, BUG_TopologyChangeThatDropsClaimedPagesIsRefused) {
   EXPECT_EQ(store->Audit(), std::vector<std::string>{});
 }
 
+// BUG (reported to the lead, issue 13): host_record.h says a disabled host (or one in
+// maintenance) "keeps its claims, takes no new placements", and ClaimBatch refuses it, but
+// FleetStore::ClaimOnHost — what `accel place --claim --store URL` uses — claims on it anyway
+// (`accel fleet host add ... --state disabled` then `accel place --topology ... --claim` stores a
+// claim). Fix: in FleetStore::ClaimOnHost (src/fleet/fleet_store.cc), make the generation bump
+// `UPDATE hosts SET generation = generation + 1 WHERE name = $1` report the state (e.g. a
+// following `SELECT state FROM hosts WHERE name = $1`) and, for a host in the inventory that is
+// not enabled, return a ClaimResult with refused = "host NAME is disabled" before calling place.
+TEST_F(FleetStoreTest, BUG_ClaimOnHostRefusesADisabledHost) {
+  auto store = FleetStore::Open(url_);
+  HostSpec spec = Spec("gpu-1", "hgx-h100");
+  spec.state = HostAdminState::kDisabled;
+  store->AddHost(spec);
+  ClaimResult r = store->ClaimOnHost("gpu-1", [&](const placement::HostUsage& usage) {
+    return EnginePlacement(*store, "gpu-1", usage, OneGpu());
+  });
+  EXPECT_FALSE(r.claimed()) << "claimed " << r.claim->id << " on a disabled host";
+  EXPECT_NE(r.refused.find("disabled"), std::string::npos) << r.refused;
+  EXPECT_TRUE(store->ListClaims().empty());
+}
+
 // --- ClaimBatch ------------------------------------------------------------------------
 
 TEST_F(FleetStoreTest, BatchRefusesAMovedGenerationADisabledHostAndAnUnknownHost) {
