@@ -14,16 +14,20 @@
 #   [accel]
 #   url = http://accel-scheduler.example:9470
 #
-# deploy/openstack/README.md says what accel sees and what Nova still does after filtering.
+# With every candidate the filter sends Nova's own view of the host's usage (HostState's NUMA
+# cells and PCI pools), so accel fits the flavor on the host as nova-scheduler sees it, not on
+# accel's store (which holds no claims for the VMs Nova places). deploy/openstack/README.md says
+# what accel sees, what is approximated, and what Nova still does after filtering.
 #
 # Written against Nova 26 (Zed; Debian 12's python3-nova 2:26.2.2): filters are instantiated
 # once per scheduler process by nova.scheduler.host_manager.HostManager and called through
 # nova.filters.BaseFilterHandler.get_filtered_objects, once per instance of a request
 # (index 0, 1, ...) with the hosts that passed the previous index; between two indexes the
-# scheduler consumes the chosen host (HostState.consume_from_request, which adds 1 to
-# HostState.num_instances). nova-scheduler runs each request in its own green thread, so this
-# filter keeps no per-request state on itself except in a WeakKeyDictionary keyed by the
-# request's RequestSpec (it lives exactly as long as the request).
+# scheduler consumes the chosen host (HostState.consume_from_request: NUMA cells' pinned CPUs,
+# cpu_usage and mempages, the PCI pools' free counts, num_instances + 1). nova-scheduler runs each
+# request in its own green thread, so this filter keeps no per-request state on itself except in
+# a WeakKeyDictionary keyed by the request's RequestSpec (it lives exactly as long as the
+# request).
 #
 # Only the Python standard library is used for HTTP (urllib): nothing to install on a controller.
 
@@ -49,6 +53,15 @@ CONF = nova.conf.CONF
 # The response schema of POST /api/v1/filter (src/fleet/service.h, docs/fleet-api.yaml).
 FILTER_SCHEMA = 'accel.fleet-filter/v1'
 FILTER_PATH = '/api/v1/filter'
+
+# The service reads request bodies up to 1 MiB (kMaxHandlerBody, src/telemetry/http_server.cc)
+# and answers 413 beyond. A busy host's usage is about 1 KiB (its pinned CPU ids), so a pass over
+# 1000 hosts may not fit one body: hosts are sent in calls of at most this many bytes each.
+MAX_BODY_BYTES = 512 * 1024
+
+# Nova's smallest page size: the cell's ordinary memory, whose host reserve accel's host policy
+# (reserved memory per node) models; hugepages reserved in nova.conf are sent as used.
+BASE_PAGE_KB = 4
 
 accel_group = cfg.OptGroup(
     'accel',
@@ -117,6 +130,15 @@ accel_opts = [
              'PciPassthroughFilter act on; other requests pass every host, including hosts '
              'that are not in the accel fleet. True: ask for every request, so hosts outside '
              'the fleet take nothing.'),
+    cfg.BoolOpt(
+        'send_usage',
+        default=True,
+        help='True (default): send, with each candidate host, what nova-scheduler\'s HostState '
+             'says is used on it (NUMA cells: pinned CPUs, shared vCPUs, pages; PCI pools: free '
+             'devices), and accel fits the flavor on that usage; instances Nova places need no '
+             'record in accel\'s store. A host whose HostState has no NUMA topology is answered '
+             'from accel\'s store. False: accel answers from the claims in its store for every '
+             'host (hosts whose usage accel records, e.g. placed with accel fleet place --claim).'),
 ]
 
 CONF.register_group(accel_group)
@@ -146,6 +168,11 @@ class _RequestState(object):
     """What one scheduling request has learnt from accel, across its instance indexes."""
 
     def __init__(self):
+        # Hosts sent with Nova's usage: (accel host name, the usage document as sent) ->
+        # (passed, accel's reason). A host the scheduler consumed has another usage document,
+        # so it is asked again; an untouched one is not.
+        self.by_usage = {}
+        # Hosts answered from accel's store (no usage sent):
         # id(HostState) -> HostState.num_instances when the request first saw it: the
         # difference later is how many of this request's instances the scheduler put there.
         self.baseline = {}
@@ -157,14 +184,31 @@ class _RequestState(object):
         self.failed_open = False
 
 
+class _Question(object):
+    """One host's question to accel in this pass: count instances on its usage."""
+
+    __slots__ = ('name', 'count', 'usage', 'usage_key')
+
+    def __init__(self, name, count, usage, usage_key):
+        self.name = name            # accel fleet host name
+        self.count = count          # instances that must fit one after another
+        self.usage = usage          # Nova's usage document (nova_usage.h), or None: the store's
+        self.usage_key = usage_key  # usage as compact JSON (cache key and body), or None
+
+
 class AccelFleetFilter(filters.BaseHostFilter):
     """Passes the hosts `accel fleet serve` says can take the request's flavor.
 
-    One POST /api/v1/filter per scheduling pass, for all candidate hosts at once. For a
-    multi-instance request (openstack server create --min/--max), index k asks again only for
-    the hosts this request already put instances on: a host passes index k when accel fits
-    (instances of this request already there + 1) on it, one after another — so N instances
-    may spread over hosts that take one each, and a host that takes two gets two.
+    One POST /api/v1/filter per scheduling pass for all candidate hosts (split only when the
+    body would pass MAX_BODY_BYTES), each host sent with Nova's view of its usage (see
+    _nova_usage). For a multi-instance request (openstack server create --min/--max), index k
+    asks again only for the hosts whose usage changed since — those the scheduler just
+    consumed — so N instances may spread over hosts that take one each, and a host that takes
+    two gets two.
+
+    Hosts answered from accel's store instead ([accel] send_usage = false, or a HostState
+    without NUMA topology): a host passes index k when accel fits (instances of this request
+    already there + 1) on it, one after another.
     """
 
     # A rebuild keeps the instance on its host with its resources: nothing to fit (as
@@ -178,6 +222,8 @@ class AccelFleetFilter(filters.BaseHostFilter):
     def __init__(self):
         super(AccelFleetFilter, self).__init__()
         self._requests = weakref.WeakKeyDictionary()
+        # HostState -> (numa_topology, PCI free counts, updated, usage, usage JSON): _usage_of.
+        self._usage_cache = weakref.WeakKeyDictionary()
         self._alias_source = None
         self._aliases = []
 
@@ -198,33 +244,30 @@ class AccelFleetFilter(filters.BaseHostFilter):
             state = _RequestState()
             self._requests[spec_obj] = state
 
-        # How many instances each host must take: those of this request already consumed
-        # there, plus this one.
-        need = {}
-        for h in hosts:
-            base = state.baseline.setdefault(id(h), h.num_instances)
-            need[id(h)] = max(0, h.num_instances - base) + 1
+        # Each host's question: one instance on Nova's current usage (which holds this
+        # request's instances already consumed there), or, from the store, this request's
+        # instances already there + this one.
+        questions = [self._question(h, state) for h in hosts]
 
-        # Ask for the hosts whose answer at that count is not known yet, one call per count
-        # (index 0: one call, count 1, every host; later: the hosts just consumed).
-        to_ask = {}
-        for h in hosts:
-            name = _accel_name(h)
-            n = need[id(h)]
-            if state.fits.get(name, 0) >= n:
+        # Ask what is not known yet: index 0 every host, later indexes the hosts consumed since.
+        to_ask = []
+        asked = set()
+        for q in questions:
+            if q.usage is not None:
+                known = (q.name, q.usage_key) in state.by_usage
+            else:
+                refused = state.refused.get(q.name)
+                known = (state.fits.get(q.name, 0) >= q.count or
+                         (refused is not None and refused[0] <= q.count))
+            if known or (q.name, q.count, q.usage_key) in asked:
                 continue
-            refused = state.refused.get(name)
-            if refused is not None and refused[0] <= n:
-                continue
-            to_ask.setdefault(n, [])
-            if name not in to_ask[n]:
-                to_ask[n].append(name)
+            asked.add((q.name, q.count, q.usage_key))
+            to_ask.append(q)
 
         flavor = _flavor_document(spec_obj)
-        for count in sorted(to_ask):
-            names = to_ask[count]
+        for batch in _batches(to_ask):
             try:
-                reply = self._ask(flavor, names, count)
+                reply = self._ask(flavor, batch)
             except AccelRefused as e:
                 LOG.error('AccelFleetFilter: accel refuses flavor %(flavor)s: %(why)s; no host '
                           'passes. Fix the flavor or [pci]alias so accel accepts it, or leave '
@@ -236,9 +279,9 @@ class AccelFleetFilter(filters.BaseHostFilter):
                     LOG.warning('AccelFleetFilter: accel is unavailable (%(why)s); [accel] '
                                 'fail_open is true, so %(n)d host(s) pass unchecked for flavor '
                                 '%(flavor)s and only nova-compute\'s claim checks NUMA/PCI.',
-                                {'why': e, 'n': len(names), 'flavor': flavor['name']})
-                    for name in names:
-                        state.fits[name] = max(state.fits.get(name, 0), count)
+                                {'why': e, 'n': len(batch), 'flavor': flavor['name']})
+                    for q in batch:
+                        _remember(state, q, True, 'accel unavailable, fail_open')
                     state.failed_open = True
                     continue
                 LOG.warning('AccelFleetFilter: accel is unavailable (%(why)s); no host passes '
@@ -247,31 +290,65 @@ class AccelFleetFilter(filters.BaseHostFilter):
                             {'why': e, 'flavor': flavor['name']})
                 return []
             passed = set(reply['hosts'])
-            for name in names:
-                if name in passed:
-                    state.fits[name] = max(state.fits.get(name, 0), count)
-                else:
-                    why = reply['rejected'].get(name, 'not in the answer')
-                    old = state.refused.get(name)
-                    if old is None or count < old[0]:
-                        state.refused[name] = (count, why)
+            for q in batch:
+                _remember(state, q, q.name in passed,
+                          reply['rejected'].get(q.name, 'not in the answer'))
 
         out = []
-        for h in hosts:
-            name = _accel_name(h)
-            n = need[id(h)]
-            if state.fits.get(name, 0) >= n:
+        for h, q in zip(hosts, questions):
+            if q.usage is not None:
+                ok, why = state.by_usage.get((q.name, q.usage_key), (False, 'no answer'))
+                if ok:
+                    out.append(h)
+                    continue
+                LOG.debug('AccelFleetFilter: %(host)s rejected for flavor %(flavor)s (on '
+                          'Nova\'s usage of the host, %(n)d instance(s) on it): %(why)s',
+                          {'host': q.name, 'flavor': flavor['name'], 'n': h.num_instances,
+                           'why': why})
+                continue
+            if state.fits.get(q.name, 0) >= q.count:
                 out.append(h)
                 continue
-            count, why = state.refused.get(name, (n, 'no answer'))
+            count, why = state.refused.get(q.name, (q.count, 'no answer'))
             LOG.debug('AccelFleetFilter: %(host)s rejected for flavor %(flavor)s '
                       '(%(count)d instance(s) on it): %(why)s',
-                      {'host': name, 'flavor': flavor['name'], 'count': count, 'why': why})
+                      {'host': q.name, 'flavor': flavor['name'], 'count': count, 'why': why})
         return out
 
     def host_passes(self, host_state, spec_obj):
         # Only reached when something calls the per-host path directly; filter_all never does.
         return bool(self.filter_all([host_state], spec_obj))
+
+    def _question(self, host_state, state):
+        name = _accel_name(host_state)
+        usage, usage_key = self._usage_of(host_state) if CONF.accel.send_usage else (None, None)
+        if usage is not None:
+            return _Question(name, 1, usage, usage_key)
+        base = state.baseline.setdefault(id(host_state), host_state.num_instances)
+        return _Question(name, max(0, host_state.num_instances - base) + 1, None, None)
+
+    def _usage_of(self, host_state):
+        """(_nova_usage(host_state), its compact JSON), remembered per HostState.
+
+        Reading Nova's versioned objects costs about 50 us per host, a tenth of a second for a
+        pass over 1000 hosts, while most hosts do not change between two requests. nova-scheduler
+        never edits a HostState's NUMA topology in place: HostState.update (a new compute node
+        report) and consume_from_request replace the object, and consume_from_request also moves
+        HostState.updated. The PCI pools are edited in place, so they are compared by value.
+        """
+        topology = host_state.numa_topology
+        free = _pci_free(host_state)
+        updated = host_state.updated
+        known = self._usage_cache.get(host_state)
+        if (known is not None and known[0] is topology and known[1] == free and
+                known[2] == updated):
+            return known[3], known[4]
+        usage = _nova_usage(host_state)
+        # _nova_usage builds its dicts in a fixed key order, so equal usage gives an equal string
+        # without sort_keys; the string is the request cache's key and goes into the body as is.
+        usage_key = json.dumps(usage, separators=(',', ':')) if usage is not None else None
+        self._usage_cache[host_state] = (topology, free, updated, usage, usage_key)
+        return usage, usage_key
 
     # -- talking to accel ----------------------------------------------------------------------
 
@@ -290,18 +367,25 @@ class AccelFleetFilter(filters.BaseHostFilter):
             self._alias_source = source
         return self._aliases
 
-    def _ask(self, flavor, names, count):
-        """POSTs one filter request; returns {'hosts': [...], 'rejected': {...}}.
+    def _ask(self, flavor, batch):
+        """POSTs one filter request for `batch` (_Questions of one count, distinct names).
 
-        Raises AccelRefused on a 400 (accel's message), AccelUnavailable when no replica in
-        [accel] url gave an answer of the filter schema.
+        Returns {'hosts': [...], 'rejected': {...}}. Raises AccelRefused on a 400 (accel's
+        message), AccelUnavailable when no replica in [accel] url gave an answer of the filter
+        schema.
         """
-        body = json.dumps({
+        doc = json.dumps({
             'flavor': flavor,
             'aliases': self._pci_aliases(),
-            'hosts': names,
-            'count': count,
-        }).encode('utf-8')
+            'hosts': [q.name for q in batch],
+            'count': batch[0].count,
+        }, separators=(',', ':'))
+        # "usage": {name: document}, from the strings already made (a pass over 1000 busy hosts
+        # would otherwise serialize about 0.5 MB twice).
+        usage = ['%s:%s' % (json.dumps(q.name), q.usage_key) for q in batch if q.usage is not None]
+        if usage:
+            doc = doc[:-1] + ',"usage":{' + ','.join(usage) + '}}'
+        body = doc.encode('utf-8')
         if not CONF.accel.url:
             raise AccelUnavailable('[accel] url is empty: set it to the accel fleet serve URL')
         errors = []
@@ -360,6 +444,100 @@ def _accel_name(host_state):
     if CONF.accel.host_name == 'nodename':
         return host_state.nodename
     return host_state.host
+
+
+def _remember(state, question, passed, why):
+    """Records accel's answer to one question in the request's state."""
+    q = question
+    if q.usage is not None:
+        state.by_usage[(q.name, q.usage_key)] = (passed, why)
+    elif passed:
+        state.fits[q.name] = max(state.fits.get(q.name, 0), q.count)
+    else:
+        old = state.refused.get(q.name)
+        if old is None or q.count < old[0]:
+            state.refused[q.name] = (q.count, why)
+
+
+def _batches(questions):
+    """Splits questions into calls: one count per call, a host name at most once per call (the
+    usage map is keyed by name), and bodies below MAX_BODY_BYTES. Smallest counts first."""
+    by_count = {}
+    for q in questions:
+        by_count.setdefault(q.count, []).append(q)
+    out = []
+    for count in sorted(by_count):
+        pending = by_count[count]
+        while pending:
+            batch, names, size, later = [], set(), 0, []
+            for q in pending:
+                # The name twice (hosts and usage), quotes, separators, the usage document.
+                cost = 2 * len(q.name) + 8 + (len(q.usage_key) if q.usage_key else 0)
+                if q.name in names or (batch and size + cost > MAX_BODY_BYTES):
+                    later.append(q)
+                    continue
+                batch.append(q)
+                names.add(q.name)
+                size += cost
+            out.append(batch)
+            pending = later
+    return out
+
+
+def _nova_usage(host_state):
+    """What Nova holds on the host, as accel's filter API reads it (src/fleet/nova_usage.h), from
+    nova-scheduler's HostState; None when the HostState has no NUMA topology (accel then answers
+    from its store).
+
+    cells: per NUMA cell with anything used — pinned_cpus (dedicated vCPUs, emulator threads,
+        and the siblings an isolate-policy guest keeps idle); cpu_usage, which accel reads as
+        pinned CPUs + shared vCPUs: Nova 26's NUMACell.cpu_usage counts only the shared
+        (floating) vCPUs of NUMA guests (InstanceNUMACell.cpuset, unpinned since Victoria), so
+        the pinned CPUs are added; mempages[].used, in pages, plus the pages nova.conf
+        [DEFAULT]reserved_huge_pages keeps from guests (hugepage sizes only: the base-page
+        reserve is accel's host policy).
+    pci_free: Nova's PCI pools (PciDeviceStats) summed per vendor, product and NUMA node; a
+        pool's count is its FREE devices: Nova takes a device out of its pool when an instance
+        claims it, and the scheduler drops a pool whose last device it consumed, so the devices
+        of the host in no pool are held (or not in [pci]device_spec: Nova cannot hand them out
+        either). Left out when the HostState has no pci_stats.
+    """
+    topology = host_state.numa_topology
+    if not topology or not topology.cells:
+        return None
+    cells = []
+    for cell in topology.cells:
+        pinned = sorted(cell.pinned_cpus or ())
+        pages = []
+        for p in cell.mempages or ():
+            size = p.size_kb
+            used = int(p.used or 0)
+            if size != BASE_PAGE_KB and p.obj_attr_is_set('reserved'):
+                used += int(p.reserved or 0)
+            if used:
+                pages.append({'size_kb': size, 'used': used})
+        cpu_usage = int(cell.cpu_usage or 0) + len(pinned)
+        if pinned or cpu_usage or pages:
+            cells.append({'id': cell.id, 'pinned_cpus': pinned, 'cpu_usage': cpu_usage,
+                          'mempages': pages})
+    usage = {'cells': cells}
+    free = _pci_free(host_state)
+    if free is not None:
+        usage['pci_free'] = [{'vendor_id': v, 'product_id': p, 'numa_node': n, 'free': c}
+                             for (v, p, n), c in free]
+    return usage
+
+
+def _pci_free(host_state):
+    """((vendor, product, numa node), free devices) of the HostState's PCI pools, summed and
+    sorted; None without pci_stats."""
+    if host_state.pci_stats is None:
+        return None
+    free = {}
+    for pool in host_state.pci_stats.pools:
+        key = (pool.get('vendor_id'), pool.get('product_id'), pool.get('numa_node'))
+        free[key] = free.get(key, 0) + int(pool.get('count') or 0)
+    return tuple(sorted(free.items(), key=lambda kv: repr(kv[0])))
 
 
 def _flavor_document(spec_obj):
