@@ -3,6 +3,7 @@
 //   accel fleet place | capacity | claims | release | audit
 //   accel fleet store migrate|status
 #include <algorithm>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <set>
@@ -128,7 +129,21 @@ std::vector<placement::PlacementRequest> LoadRequests(const std::vector<std::str
   return requests;
 }
 
-fleet::FleetView LoadView(FleetStore& store) { return fleet::FleetView::FromSnapshot(store.Snapshot()); }
+// For commands that only read: nullptr when the store is a SQLite file that does not exist yet
+// (reading must not create a database, or its directory, where none is).
+std::unique_ptr<FleetStore> OpenForReading(const std::string& flag) {
+  const std::string url = StoreOrDefault(flag);
+  fleet::StoreUrl parsed = fleet::ParseStoreUrl(url);
+  if (parsed.engine == fleet::StoreUrl::kSqlite && !std::filesystem::exists(parsed.target)) return nullptr;
+  return FleetStore::Open(url);
+}
+
+// The store's name for messages, whether or not it exists.
+std::string StoreName(const std::string& flag) { return fleet::ParseStoreUrl(StoreOrDefault(flag)).display; }
+
+fleet::FleetView LoadView(FleetStore* store) {
+  return store ? fleet::FleetView::FromSnapshot(store->Snapshot()) : fleet::FleetView();
+}
 
 // ---- hosts -------------------------------------------------------------------------------
 
@@ -193,16 +208,18 @@ void PrintHost(FleetStore& store, const std::string& name, const std::string& ou
 
 int HostAdd(const HostOptions& o) {
   if (o.topology.empty()) throw InputError("--topology", "", "is required to add a host", "--topology FILE (accel host JSON or hwloc XML) or live");
+  const fleet::HostSpec spec = SpecFrom(o, true);  // bad input creates no store
   auto store = FleetStore::Open(StoreOrDefault(o.store));
-  fleet::HostRecord r = store->AddHost(SpecFrom(o, true));
+  fleet::HostRecord r = store->AddHost(spec);
   if (o.output == "table") std::cout << "added host " << r.name << " to " << store->url() << "\n";
   else PrintHost(*store, r.name, o.output);
   return kExitOk;
 }
 
 int HostUpdate(const HostOptions& o) {
+  const fleet::HostSpec spec = SpecFrom(o, false);
   auto store = FleetStore::Open(StoreOrDefault(o.store));
-  fleet::HostRecord r = store->UpdateHost(SpecFrom(o, false));
+  fleet::HostRecord r = store->UpdateHost(spec);
   if (o.output == "table") std::cout << "updated host " << r.name << " (generation " << r.generation << ")\n";
   else PrintHost(*store, r.name, o.output);
   return kExitOk;
@@ -244,8 +261,8 @@ int HostList(const HostOptions& o) {
     else std::cout << HostsTable(doc["hosts"]);
     return kExitOk;
   }
-  auto store = FleetStore::Open(StoreOrDefault(o.store));
-  fleet::FleetView view = LoadView(*store);
+  auto store = OpenForReading(o.store);
+  fleet::FleetView view = LoadView(store.get());
   if (o.output != "table") {
     nlohmann::ordered_json doc;
     doc["schema"] = "accel.fleet-hosts/v1";
@@ -258,7 +275,7 @@ int HostList(const HostOptions& o) {
   nlohmann::ordered_json hosts = nlohmann::ordered_json::array();
   for (const fleet::HostEntry& e : view.hosts())
     if (fleet::MatchesAll(where, e.record.labels)) hosts.push_back(fleet::HostJson(e, view.taken_at()));
-  if (hosts.empty()) std::cout << "no hosts in " << store->url() << "\n";
+  if (hosts.empty()) std::cout << "no hosts in " << StoreName(o.store) << "\n";
   else std::cout << HostsTable(hosts);
   return kExitOk;
 }
@@ -349,7 +366,10 @@ void RegisterHost(CLI::App* fleet_cmd, int* exit_code) {
         Emit(doc, show->output == "table" ? "yaml" : show->output);
         return kExitOk;
       }
-      auto store = FleetStore::Open(StoreOrDefault(show->store));
+      auto store = OpenForReading(show->store);
+      if (!store)
+        throw InputError("NAME", "", "no host '" + show->name + "' in " + StoreName(show->store) + " (it does not exist yet)",
+                         "`accel fleet host add` creates it");
       PrintHost(*store, show->name, show->output);
       return kExitOk;
     });
@@ -429,11 +449,12 @@ int Place(const PlaceOptions& o) {
   so.different_hosts = o.different_hosts;
   so.alternates = o.alternates;
   so.tiebreak_seed = o.seed;
-  auto store = FleetStore::Open(StoreOrDefault(o.store));
+  // A store that does not exist yet has no hosts: nothing fits, nothing is created.
+  auto store = OpenForReading(o.store);
   fleet::FleetView view;
   // Each round looks at the fleet as the store has it now.
   fleet::PlaceOutcome outcome = fleet::PlaceInFleet(o.claim ? store.get() : nullptr, [&] {
-    view = LoadView(*store);
+    view = LoadView(store.get());
     return fleet::Schedule(view, req, so);
   });
   const bool placed = outcome.placed;
@@ -464,7 +485,7 @@ int Place(const PlaceOptions& o) {
       placement::PlaceResult pr;
       pr.placement = where_placed[k].placement;
       std::cout << "instance " << k + 1 << " of " << o.count << ": host " << e.record.name << "\n";
-      std::cout << RenderPlacementText(hw, req, pr, k < ids.size() ? ids[k] : "", store->url());
+      std::cout << RenderPlacementText(hw, req, pr, k < ids.size() ? ids[k] : "", StoreName(o.store));
     }
     if (!placed) {
       std::cout << req.flavor << ": " << (outcome.lost_race ? "placed, but every candidate host was taken by other schedulers"
@@ -540,8 +561,8 @@ int CapacityCmd(const CapacityCmdOptions& o) {
     fleet::CapacityOptions co;
     co.where = ParseWhere(o.where);
     co.group_by = o.group_by;
-    auto store = FleetStore::Open(StoreOrDefault(o.store));
-    fleet::FleetView view = LoadView(*store);
+    auto store = OpenForReading(o.store);
+    fleet::FleetView view = LoadView(store.get());
     doc = fleet::CapacityJson(fleet::Capacity(view, requests, co), co.group_by);
   }
   if (o.output != "table") Emit(doc, o.output);
@@ -628,10 +649,10 @@ void RegisterPlaceAndClaims(CLI::App* fleet_cmd, int* exit_code) {
         PrintClaims(claims, lo->output, lo->server.url);
         return kExitOk;
       }
-      auto store = FleetStore::Open(StoreOrDefault(lo->store));
+      auto store = OpenForReading(lo->store);
       std::optional<std::string> host;
       if (!lo->host.empty()) host = lo->host;
-      PrintClaims(store->ListClaims(host), lo->output, store->url());
+      PrintClaims(store ? store->ListClaims(host) : std::vector<fleet::Claim>{}, lo->output, StoreName(lo->store));
       return kExitOk;
     });
   });
@@ -675,8 +696,8 @@ void RegisterPlaceAndClaims(CLI::App* fleet_cmd, int* exit_code) {
   a->add_option("--store", ao->store, kStoreHelp);
   a->callback([ao, exit_code] {
     *exit_code = Guarded("fleet audit", [&] {
-      auto store = FleetStore::Open(StoreOrDefault(ao->store));
-      std::vector<std::string> problems = store->Audit();
+      auto store = OpenForReading(ao->store);
+      std::vector<std::string> problems = store ? store->Audit() : std::vector<std::string>{};
       for (const std::string& line : problems) std::cout << line << "\n";
       std::cout << (problems.empty() ? "consistent: no double booking" : std::to_string(problems.size()) + " problem(s)") << "\n";
       return problems.empty() ? kExitOk : kExitNoFit;

@@ -303,7 +303,8 @@ std::optional<HostRecord> ReadHost(SqlConnection& db, const std::string& name) {
   return HostFromRow(db.url(), r.rows[0]);
 }
 
-// Every CPU and device the host's claims hold must exist on `hw`.
+// Every CPU and device the host's claims hold must exist on `hw`, and every page pool must
+// still hold the pages its claims take (the check Audit makes afterwards).
 void CheckClaimsFit(SqlConnection& db, const std::string& host, const topology::HostTopology& hw) {
   const CpuSet cpus = hw.AllCpus();
   SqlResult units = db.Exec("SELECT unit, claim_id FROM claim_units WHERE host = $1", {host});
@@ -315,6 +316,27 @@ void CheckClaimsFit(SqlConnection& db, const std::string& host, const topology::
       throw InputError("--topology", "", "host " + host + " has claim " + Text(row[1]) + " on " + unit +
                                              ", which the new topology lacks",
                        "release the claim first (`accel fleet release " + Text(row[1]) + "`)");
+  }
+  placement::HostUsage usage;
+  for (const SqlRow& row : db.Exec("SELECT id, host, flavor, created_at, placement FROM claims WHERE host = $1", {host}).rows)
+    usage.Apply(ClaimFromRow(db.url(), row).placement);
+  for (const auto& [node_id, node] : usage.nodes) {
+    const int index = hw.NodeIndex(node_id);
+    if (index < 0)
+      throw InputError("--topology", "", "host " + host + " has claims on NUMA node " + std::to_string(node_id) +
+                                             ", which the new topology lacks",
+                       "release them first (`accel fleet claims --host " + host + "`)");
+    for (const auto& [size_kib, used] : node.pages_used) {
+      if (size_kib == 4) continue;  // base pages: memory, bounded by the engine's reserve rules
+      uint64_t total = 0;
+      for (const topology::HugepagePool& pool : hw.numa_nodes[index].pages)
+        if (pool.size_kib == size_kib) total = pool.total;
+      if (used > total)
+        throw InputError("--topology", "", "host " + host + " has claims on " + std::to_string(used) + " pages of " +
+                                               std::to_string(size_kib) + " KiB on node " + std::to_string(node_id) +
+                                               ", the new topology has " + std::to_string(total),
+                         "release them first (`accel fleet claims --host " + host + "`)");
+    }
   }
 }
 
@@ -447,8 +469,11 @@ std::shared_ptr<const topology::HostTopology> FleetStore::Topology(const std::st
 
 std::vector<HostVersion> FleetStore::HostVersions() {
   std::vector<HostVersion> out;
-  for (const SqlRow& row : db_->Exec("SELECT name, generation FROM hosts ORDER BY name").rows)
-    out.push_back({Text(row[0]), ToInt(row[1])});
+  for (const SqlRow& row : db_->Exec("SELECT name, generation, heartbeat_at FROM hosts ORDER BY name").rows) {
+    HostVersion v{Text(row[0]), ToInt(row[1]), std::nullopt};
+    if (row[2]) v.heartbeat_at = ToInt(row[2]);
+    out.push_back(std::move(v));
+  }
   return out;
 }
 
@@ -496,6 +521,14 @@ ClaimResult FleetStore::ClaimOnHost(
   // transaction. SQLite's write transaction already excludes every other writer.
   const long in_inventory =
       db.Exec("UPDATE hosts SET generation = generation + 1 WHERE name = $1", {host}).affected;
+  if (in_inventory > 0) {
+    const std::string state = Text(db.Exec("SELECT state FROM hosts WHERE name = $1", {host}).rows.at(0).at(0));
+    if (state != "enabled") {
+      ClaimResult refused;
+      refused.refused = "host " + host + " is " + state + " in the fleet: no new placements";
+      return refused;  // rolled back: nothing changed
+    }
+  }
   if (in_inventory == 0 && db.engine() == SqlEngine::kPostgres)
     db.Exec("SELECT pg_advisory_xact_lock(hashtext($1))", {host});
   placement::HostUsage usage = UsageOf(host);

@@ -80,10 +80,12 @@ struct FleetSnapshot {
   int64_t taken_at = 0;           ///< unix seconds when read (for staleness)
 };
 
-/// One host's state as a scheduler refreshes it: name and generation, plus whether it changed.
+/// One host's state as a scheduler refreshes it: what changes with every claim, release and
+/// update (generation) and with every agent heartbeat.
 struct HostVersion {
   std::string name;
   int64_t generation = 0;
+  std::optional<int64_t> heartbeat_at;  ///< unix seconds; unset for hosts without an agent
 };
 
 /// Where claims live unless told otherwise: $ACCEL_STATE when set; for root
@@ -138,7 +140,8 @@ class FleetStore {
   std::vector<HostRecord> ListHosts();
   /// The hardware `id` (cached after the first read). Throws InputError when absent.
   std::shared_ptr<const topology::HostTopology> Topology(const std::string& id);
-  /// Every host's name and generation (cheap: what a service polls to see what changed).
+  /// Every host's name, generation and heartbeat (cheap: what a service polls to see what
+  /// changed).
   std::vector<HostVersion> HostVersions();
 
   /// Hosts, their hardware and every live claim, read consistently.
@@ -151,7 +154,8 @@ class FleetStore {
   /// usage (HostUsage::Apply) and stores it with its units. The database serializes claimers of
   /// the host (SQLite: the write lock; PostgreSQL: the host row's lock, or a transaction-scoped
   /// advisory lock for a host not in the inventory). Returns the claim, or no claim when place
-  /// returns nullopt or the re-check refuses it (reason in `refused`; nothing stored). If place
+  /// returns nullopt, the host is in the inventory but not enabled, or the re-check refuses it
+  /// (reason in `refused`; nothing stored). If place
   /// throws, nothing is stored and the exception propagates.
   ClaimResult ClaimOnHost(const std::string& host,
                           const std::function<std::optional<placement::Placement>(
@@ -194,8 +198,9 @@ class ClaimBatch {
   ClaimBatch& operator=(const ClaimBatch&) = delete;
 
   /// Claims `p` on `host` if the host is still at `expected_generation`, enabled, and every
-  /// unit of `p` is free. Returns the new claim id; or "" with *conflict saying why not
-  /// ("generation moved", "host disabled", "unit cpu:12 taken", "no such host"). Throws
+  /// unit of `p` is free. Returns the new claim id; or "" with *conflict saying why not ("host X
+  /// changed (generation 4 -> 5)", "host X is disabled", "host X left the fleet", "host X: a unit
+  /// is taken (the database's message)"). Throws
   /// SystemError when the database fails (the whole batch is lost then).
   std::string TryClaim(const std::string& host, int64_t expected_generation,
                        const placement::Placement& p, std::string* conflict);

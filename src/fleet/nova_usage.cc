@@ -1,6 +1,7 @@
 #include "fleet/nova_usage.h"
 
 #include <algorithm>
+#include <set>
 
 #include "common/error.h"
 
@@ -59,6 +60,7 @@ placement::HostUsage UsageFromNova(const nlohmann::json& nova, const topology::H
       if (c.contains("mempages")) {
         if (!c["mempages"].is_array()) throw InputError(where, field + ".mempages", "must be a list");
         for (const nlohmann::json& m : c["mempages"]) {
+          if (!m.is_object()) throw InputError(where, field + ".mempages", "entries must be objects", "{\"size_kb\": 1048576, \"used\": 16}");
           const int64_t size = IntField(m, "size_kb", where, field + ".mempages");
           const int64_t used = IntField(m, "used", where, field + ".mempages");
           if (used > 0) nu.pages_used[static_cast<uint64_t>(size)] += static_cast<uint64_t>(used);
@@ -86,6 +88,34 @@ placement::HostUsage UsageFromNova(const nlohmann::json& nova, const topology::H
                                                      std::to_string(matching.size()) + " such devices there");
       for (int64_t k = 0; k < used; ++k) usage.devices.insert(matching[static_cast<size_t>(k)]);
     }
+  }
+  if (nova.contains("pci_free")) {
+    // Nova's PCI pools count FREE devices (nova/pci/stats.py): a claimed device leaves its pool
+    // and the scheduler drops a pool whose last device it consumed. So every device of the host
+    // is held except, per entry, `free` devices with its vendor/product on its node.
+    if (nova.contains("pci")) throw InputError(where, "pci_free", "give pci (used devices) or pci_free (free devices), not both");
+    if (!nova["pci_free"].is_array()) throw InputError(where, "pci_free", "must be a list");
+    std::set<std::string> free_devices;
+    for (size_t i = 0; i < nova["pci_free"].size(); ++i) {
+      const nlohmann::json& p = nova["pci_free"][i];
+      const std::string field = "pci_free[" + std::to_string(i) + "]";
+      if (!p.is_object()) throw InputError(where, field, "must be an object");
+      const uint16_t vendor = HexId(p, "vendor_id", where, field);
+      const uint16_t product = HexId(p, "product_id", where, field);
+      const int node = static_cast<int>(p.contains("numa_node") && p["numa_node"].is_number_integer() ? p["numa_node"].get<int>() : -1);
+      const int64_t free = IntField(p, "free", where, field);
+      std::vector<std::string> matching;
+      for (const topology::PciDevice& d : host.pci)
+        if (d.vendor_id == vendor && d.device_id == product && (node < 0 || d.numa_node == node) && !free_devices.count(d.address))
+          matching.push_back(d.address);
+      std::sort(matching.begin(), matching.end());
+      if (free > static_cast<int64_t>(matching.size()))
+        throw InputError(where, field + ".free", std::to_string(free) + " free, but the host has " +
+                                                     std::to_string(matching.size()) + " such devices there");
+      for (int64_t k = 0; k < free; ++k) free_devices.insert(matching[static_cast<size_t>(k)]);
+    }
+    for (const topology::PciDevice& d : host.pci)
+      if (!free_devices.count(d.address)) usage.devices.insert(d.address);
   }
   return usage;
 }

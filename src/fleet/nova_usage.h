@@ -6,6 +6,13 @@
 //               "mempages": [{"size_kb": 4, "used": 0}, {"size_kb": 1048576, "used": 16}]}],
 //    "pci":   [{"vendor_id": "10de", "product_id": "2330", "numa_node": 0, "used": 1}]}
 //
+// or, with Nova's PCI pools as nova-scheduler holds them (their counts are FREE devices; the
+// scheduler cannot know a pool's total), "pci_free" instead of "pci":
+//
+//    "pci_free": [{"vendor_id": "10de", "product_id": "2330", "numa_node": 0, "free": 3}]
+//
+// cpu_usage is pinned CPUs + floating vCPUs of the cell; Nova 26's NUMACell.cpu_usage counts only
+// the floating ones, so the filter sends cpu_usage + len(pinned_cpus).
 // Stateless; thread-safe.
 #pragma once
 
@@ -23,9 +30,13 @@ namespace accel::fleet {
 ///   - mempages[].used are pages of that size held on the node (size_kb 4 = base pages);
 ///   - a PCI pool's `used` devices are the first that many devices with its vendor/product on
 ///     its node, in address order (Nova counts per pool, not per address: for fitting, which
-///     ones are held does not matter).
+///     ones are held does not matter);
+///   - with pci_free instead: every PCI device of the host is held except, per entry, the first
+///     `free` devices with its vendor/product on its node (numa_node null: any node) in address
+///     order — an empty list holds them all. Nova drops a pool when its last device is taken and
+///     lists no device outside [pci]device_spec, so a device in no entry is one Nova cannot give.
 /// Throws InputError naming `where` and the field for a malformed document, a cell the host
-/// lacks, or more used devices than the pool has.
+/// lacks, more used (or free) devices than the pool has, or both pci and pci_free.
 placement::HostUsage UsageFromNova(const nlohmann::json& nova, const topology::HostTopology& host,
                                    const std::string& where);
 

@@ -1,5 +1,7 @@
 #include "fleet/placing.h"
 
+#include <set>
+
 #include "placement/placement_json.h"
 
 namespace accel::fleet {
@@ -53,9 +55,15 @@ nlohmann::ordered_json PlaceOutcomeJson(const PlaceOutcome& o, const std::string
   }
   if (!o.placed) {
     doc["why_not"] = nlohmann::ordered_json::array();
-    if (o.lost_race)
-      doc["why_not"].push_back({{"cause", "taken by other schedulers"}, {"hosts", static_cast<int>(o.conflicts.size())},
+    if (o.lost_race) {
+      std::set<std::string> hosts;  // each candidate host once, however many rounds refused it
+      for (const InstanceDecision& d : o.decision.instances) {
+        hosts.insert(d.chosen.host);
+        for (const Candidate& a : d.alternates) hosts.insert(a.host);
+      }
+      doc["why_not"].push_back({{"cause", "taken by other schedulers"}, {"hosts", static_cast<int>(hosts.size())},
                                 {"example", o.conflicts.empty() ? "" : o.conflicts.back()}});
+    }
     for (const CauseCount& c : o.decision.why_not)
       doc["why_not"].push_back({{"cause", c.cause}, {"hosts", c.hosts}, {"example", c.example}});
   }

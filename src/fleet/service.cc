@@ -97,6 +97,28 @@ std::vector<LabelRequirement> WhereOf(const nlohmann::json& doc) {
   return where;
 }
 
+// Refuses keys a route does not read: a misspelt "claimed" must not place without claiming.
+void OnlyKeys(const nlohmann::json& doc, std::initializer_list<const char*> known) {
+  for (const auto& [key, value] : doc.items()) {
+    bool ok = false;
+    std::string list;
+    for (const char* k : known) {
+      ok = ok || key == k;
+      list += std::string(list.empty() ? "" : ", ") + k;
+    }
+    if (!ok) throw InputError("request body", key, "is not a field of this request", "known: " + list);
+  }
+}
+
+// A whole number in [lo, hi]; `fallback` when absent or null.
+int IntField(const nlohmann::json& doc, const std::string& key, int fallback, int lo, int hi) {
+  if (!doc.contains(key) || doc[key].is_null()) return fallback;
+  const nlohmann::json& v = doc[key];
+  if (!v.is_number_integer() || v.get<int64_t>() < lo || v.get<int64_t>() > hi)
+    throw InputError("request body", key, "must be a whole number from " + std::to_string(lo) + " to " + std::to_string(hi));
+  return static_cast<int>(v.get<int64_t>());
+}
+
 template <typename T>
 T Field(const nlohmann::json& doc, const std::string& key, T fallback) {
   if (!doc.contains(key) || doc[key].is_null()) return fallback;
@@ -178,40 +200,9 @@ void FleetService::Start() {
 void FleetService::Stop() { refresher_.Stop(); }
 
 bool FleetService::RefreshNow() {
+  std::lock_guard<std::mutex> lock(refresher_mu_);  // the refresher thread and SIGHUP share it
   try {
-    FleetStore& store = *refresher_store_;
-    std::vector<HostVersion> versions = store.HostVersions();
-    std::vector<std::string> changed;
-    std::set<std::string> present;
-    {
-      std::shared_lock<std::shared_mutex> lock(view_mu_);
-      for (const HostVersion& v : versions) {
-        present.insert(v.name);
-        const HostEntry* e = view_.Find(v.name);
-        if (!e || e->record.generation != v.generation) changed.push_back(v.name);
-      }
-    }
-    RefreshHosts(store, changed);
-    // Heartbeats change no generation: read them for every host (one cheap query).
-    std::vector<HostRecord> records = store.ListHosts();
-    {
-      std::unique_lock<std::shared_mutex> lock(view_mu_);
-      std::vector<std::string> gone;
-      for (const HostEntry& e : view_.hosts())
-        if (!present.count(e.record.name)) gone.push_back(e.record.name);
-      for (const std::string& name : gone) view_.Remove(name);
-      for (const HostRecord& r : records) {
-        int i = view_.IndexOf(r.name);
-        if (i >= 0 && view_.hosts()[i].record.generation == r.generation) {
-          HostEntry e = view_.hosts()[i];
-          if (e.record.heartbeat_at != r.heartbeat_at) {
-            e.record.heartbeat_at = r.heartbeat_at;
-            view_.Upsert(std::move(e));
-          }
-        }
-      }
-      view_.set_taken_at(NowUnix());
-    }
+    RefreshChanged(*refresher_store_);
     store_up_ = true;
     refreshed_at_ = NowUnix();
     return true;
@@ -219,6 +210,35 @@ bool FleetService::RefreshNow() {
     store_up_ = false;
     return false;
   }
+}
+
+void FleetService::RefreshChanged(FleetStore& store) {
+  std::vector<HostVersion> versions = store.HostVersions();
+  std::vector<std::string> changed;
+  std::set<std::string> present;
+  {
+    std::shared_lock<std::shared_mutex> lock(view_mu_);
+    for (const HostVersion& v : versions) {
+      present.insert(v.name);
+      const HostEntry* e = view_.Find(v.name);
+      if (!e || e->record.generation != v.generation) changed.push_back(v.name);
+    }
+  }
+  RefreshHosts(store, changed);
+  std::unique_lock<std::shared_mutex> lock(view_mu_);
+  std::vector<std::string> gone;
+  for (const HostEntry& e : view_.hosts())
+    if (!present.count(e.record.name)) gone.push_back(e.record.name);
+  for (const std::string& name : gone) view_.Remove(name);
+  // Heartbeats bump no generation: take them from the versions.
+  for (const HostVersion& v : versions) {
+    const int i = view_.IndexOf(v.name);
+    if (i < 0 || view_.hosts()[i].record.heartbeat_at == v.heartbeat_at) continue;
+    HostEntry e = view_.hosts()[i];
+    e.record.heartbeat_at = v.heartbeat_at;
+    view_.Upsert(std::move(e));
+  }
+  view_.set_taken_at(NowUnix());
 }
 
 void FleetService::RefreshHosts(FleetStore& store, const std::vector<std::string>& names) {
@@ -236,7 +256,12 @@ void FleetService::RefreshHosts(FleetStore& store, const std::vector<std::string
     fresh.push_back(MakeHostEntry(*r, store.Topology(r->topology_id), ptrs));
   }
   std::unique_lock<std::shared_mutex> lock(view_mu_);
-  for (HostEntry& e : fresh) view_.Upsert(std::move(e));
+  for (HostEntry& e : fresh) {
+    // Two refreshes may race (the refresher and a request's own): keep the newer host.
+    const HostEntry* known = view_.Find(e.record.name);
+    if (known && known->record.generation > e.record.generation) continue;
+    view_.Upsert(std::move(e));
+  }
   for (const std::string& name : removed) view_.Remove(name);
 }
 
@@ -286,6 +311,7 @@ ServiceReply FleetService::Handle(const ServiceRequest& r) {
     if (p == "/api/v1/release") {
       if (r.method != "POST") return MethodNotAllowed("POST");
       nlohmann::json doc = ParseBody(r.body);
+      OnlyKeys(doc, {"ids"});
       std::vector<std::string> ids = Field<std::vector<std::string>>(doc, "ids", {});
       if (ids.empty()) throw InputError("request body", "ids", "is missing or empty", "e.g. {\"ids\": [\"c-0123456789ab\"]}");
       return Release(ids, false);
@@ -329,6 +355,7 @@ ServiceReply FleetService::Hosts(const ServiceRequest& r) {
 ServiceReply FleetService::Place(const ServiceRequest& r) {
   const auto started = std::chrono::steady_clock::now();
   nlohmann::json doc = ParseBody(r.body);
+  OnlyKeys(doc, {"flavor", "aliases", "count", "different_hosts", "where", "strategy", "alternates", "seed", "claim"});
   if (!doc.contains("flavor")) throw InputError("request body", "flavor", "is missing", "the flavor as an object: name, vcpus, ram, extra_specs");
   std::vector<placement::PlacementRequest> reqs = RequestsOf(doc["flavor"], AliasesOf(doc), "flavor");
   if (reqs.size() != 1) throw InputError("request body", "flavor", "must be one flavor");
@@ -337,15 +364,17 @@ ServiceReply FleetService::Place(const ServiceRequest& r) {
   const std::string strategy = Field<std::string>(doc, "strategy", "pack");
   if (strategy != "pack" && strategy != "spread") throw InputError("request body", "strategy", "must be pack or spread");
   so.strategy = strategy == "spread" ? FleetStrategy::kSpread : FleetStrategy::kPack;
-  so.count = Field<int>(doc, "count", 1);
-  if (so.count < 1 || so.count > 100000) throw InputError("request body", "count", "must be 1..100000");
+  so.count = IntField(doc, "count", 1, 1, 100000);
   so.different_hosts = Field<bool>(doc, "different_hosts", false);
-  so.alternates = std::clamp(Field<int>(doc, "alternates", 4), 0, 64);
+  so.alternates = IntField(doc, "alternates", 4, 0, 64);
   so.tiebreak_seed = Field<std::string>(doc, "seed", options_.seed);
   const bool claim = Field<bool>(doc, "claim", false);
 
   auto lease = pool_->Take();
+  int round = 0;
   PlaceOutcome outcome = PlaceInFleet(claim ? lease.get() : nullptr, [&] {
+    // Every candidate of a round was taken: look at the store before the next round.
+    if (round++ > 0) RefreshChanged(*lease);
     std::shared_lock<std::shared_mutex> lock(view_mu_);
     so.now_unix = NowUnix();
     return Schedule(view_, reqs[0], so);
@@ -381,6 +410,7 @@ ServiceReply FleetService::Place(const ServiceRequest& r) {
 
 ServiceReply FleetService::Capacity(const ServiceRequest& r) {
   nlohmann::json doc = ParseBody(r.body);
+  OnlyKeys(doc, {"flavors", "aliases", "where", "group_by"});
   if (!doc.contains("flavors")) throw InputError("request body", "flavors", "is missing", "a list of flavor objects");
   std::vector<placement::PlacementRequest> reqs = RequestsOf(doc["flavors"], AliasesOf(doc), "flavors");
   CapacityOptions co;
@@ -393,18 +423,20 @@ ServiceReply FleetService::Capacity(const ServiceRequest& r) {
 
 ServiceReply FleetService::Filter(const ServiceRequest& r) {
   nlohmann::json doc = ParseBody(r.body);
+  OnlyKeys(doc, {"flavor", "aliases", "hosts", "count", "usage"});
   if (!doc.contains("flavor")) throw InputError("request body", "flavor", "is missing");
   std::vector<placement::PlacementRequest> reqs = RequestsOf(doc["flavor"], AliasesOf(doc), "flavor");
   if (reqs.size() != 1) throw InputError("request body", "flavor", "must be one flavor");
   std::vector<std::string> names = Field<std::vector<std::string>>(doc, "hosts", {});
-  const int count = std::max(1, Field<int>(doc, "count", 1));
+  const int count = IntField(doc, "count", 1, 1, 100000);
   nlohmann::ordered_json out;
   out["schema"] = "accel.fleet-filter/v1";
   out["flavor"] = reqs[0].flavor;
   out["hosts"] = nlohmann::ordered_json::array();
   out["rejected"] = nlohmann::ordered_json::object();
   // Per host, Nova's usage when the caller sends it (hosts Nova places on hold no accel claims).
-  const nlohmann::json nova_usage = doc.contains("usage") ? doc["usage"] : nlohmann::json::object();
+  const nlohmann::json nova_usage =
+      doc.contains("usage") && !doc["usage"].is_null() ? doc["usage"] : nlohmann::json::object();
   if (!nova_usage.is_object()) throw InputError("request body", "usage", "must map host names to their usage");
   std::shared_lock<std::shared_mutex> lock(view_mu_);
   const int64_t now = NowUnix();
@@ -420,11 +452,16 @@ ServiceReply FleetService::Filter(const ServiceRequest& r) {
       placement::HostUsage usage = e->usage;
       std::string key = e->usage_key;
       if (nova_usage.contains(name)) {
-        usage = UsageFromNova(nova_usage[name], *e->hardware, "request body: usage." + name);
-        key = e->record.topology_id + "|" + HostPolicyToJson(e->record.policy).dump() + "|nova|" + nova_usage[name].dump();
+        try {
+          usage = UsageFromNova(nova_usage[name], *e->hardware, "usage." + name);
+          key = e->record.topology_id + "|" + HostPolicyToJson(e->record.policy).dump() + "|nova|" + nova_usage[name].dump();
+        } catch (const InputError& bad) {  // this host only: the others are still answered
+          why = "Nova's usage does not match accel's record of the host: " + std::string(bad.what());
+        }
       }
       auto known = answers.find(key);
-      if (known != answers.end()) {
+      if (!why.empty()) {
+      } else if (known != answers.end()) {
         why = known->second;
       } else {
         // `count` instances one after another on this host (Nova's num_instances on one host).

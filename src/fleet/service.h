@@ -100,13 +100,17 @@ class FleetService {
   ServiceReply Release(const std::vector<std::string>& ids, bool single);
   ServiceReply Hosts(const ServiceRequest& r);
   ServiceReply Page();
+  /// Reads the hosts' versions through `store` and reloads the ones that changed, drops the ones
+  /// gone, takes new heartbeats. Throws what the store throws.
+  void RefreshChanged(FleetStore& store);
   /// Reloads `names` from the store into the view (after this replica claimed or released).
   void RefreshHosts(FleetStore& store, const std::vector<std::string>& names);
   void RecomputeCapacity();
 
   ServiceOptions options_;
   std::unique_ptr<Pool> pool_;
-  std::unique_ptr<FleetStore> refresher_store_;
+  std::mutex refresher_mu_;                     ///< serializes RefreshNow
+  std::unique_ptr<FleetStore> refresher_store_;  ///< guarded by refresher_mu_
 
   mutable std::shared_mutex view_mu_;
   FleetView view_;                    ///< guarded by view_mu_

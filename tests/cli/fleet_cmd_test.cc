@@ -185,12 +185,12 @@ TEST_F(FleetCmdTest, BadLabelExits2AndWritesNothing) {
   EXPECT_NE(r.output.find("--where"), std::string::npos) << r.output;
 }
 
-// BUG (reported to the lead, issue 13): `accel fleet host add` opens (and so creates) the store
+// Was a bug, fixed (issue 13): `accel fleet host add` opens (and so creates) the store
 // before it reads --label/--policy/--topology, so a typo in a flag leaves a new empty database
 // behind — at the default path when --store is not given. The issue asks for "exit 2, nothing
 // written". Fix: in src/cli/fleet_cmd.cc HostAdd (and HostUpdate), build the HostSpec with
 // SpecFrom(o, ...) before FleetStore::Open.
-TEST_F(FleetCmdTest, BUG_BadLabelOnANewStoreCreatesNoStoreFile) {
+TEST_F(FleetCmdTest, BadLabelOnANewStoreCreatesNoStoreFile) {
   const std::string fresh = (dir_ / "new" / "fleet.db").string();
   RunResult r = Accel("fleet host add --store sqlite:" + fresh + " --topology " + Src("fixtures/hosts/hgx-h100.json") +
                       " --name gpu-001 --label 'bad label'");

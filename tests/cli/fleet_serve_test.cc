@@ -479,12 +479,12 @@ TEST_F(FleetServeCli, UnknownPathsHostsAndClaimsAre404) {
   ExpectConforms(api);
 }
 
-// BUG (src/fleet/service.cc: Place, Capacity, Filter and /api/v1/release read the keys they know
+// Was a bug, fixed (src/fleet/service.cc: Place, Capacity, Filter and /api/v1/release read the keys they know
 // and ignore the rest): a client that misspells "claim" gets a placement that is not held, with
 // 200, and "group-by" or "host" are silently dropped. The flavor and alias readers refuse unknown
 // keys, and docs/fleet-api.yaml gives these bodies additionalProperties: false; the service
 // should answer 400 naming the key.
-TEST_F(FleetServeCli, BUG_UnknownRequestKeysAreRefusedNotIgnored) {
+TEST_F(FleetServeCli, UnknownRequestKeysAreRefusedNotIgnored) {
   AddFleet(store_, dir_);
   auto serve = Serve();
   test_support::ApiClient api(serve->Url());
@@ -502,11 +502,11 @@ TEST_F(FleetServeCli, BUG_UnknownRequestKeysAreRefusedNotIgnored) {
   ExpectConforms(api);
 }
 
-// BUG (src/fleet/service.cc, Field<int>): integer fields are read with nlohmann's get<int>(),
+// Was a bug, fixed (src/fleet/service.cc, Field<int>): integer fields are read with nlohmann's get<int>(),
 // which narrows without a check: "count": 4294967297 becomes 1 and places one instance with 200,
 // and "count": 1.5 is truncated to 1. A count that is not a whole number in range should be 400
 // naming the field, as "count": 0 is.
-TEST_F(FleetServeCli, BUG_CountThatIsNotAWholeNumberInRangeIsRefusedNotNarrowed) {
+TEST_F(FleetServeCli, CountThatIsNotAWholeNumberInRangeIsRefusedNotNarrowed) {
   AddFleet(store_, dir_);
   auto serve = Serve();
   test_support::ApiClient api(serve->Url());
@@ -762,12 +762,12 @@ TEST_F(FleetServePostgres, AStaleReplicaFallsBackToItsAlternatesAndCountsTheRetr
   ExpectConforms(api_fresh);
 }
 
-// BUG (src/fleet/service.cc, FleetService::Place): when every candidate of an instance was taken
+// Was a bug, fixed (src/fleet/service.cc, FleetService::Place): when every candidate of an instance was taken
 // meanwhile, PlaceInFleet runs another schedule round "looking at the fleet again" — but the
 // service's round schedules on the same unrefreshed view, so rounds 2 and 3 pick the same taken
 // hosts and the request ends lost_race although a free host exists. The CLI's rounds reload a
 // snapshot and do not have this problem.
-TEST_F(FleetServePostgres, BUG_AReplicaWhoseCandidatesWereAllTakenLooksAtTheFleetAgain) {
+TEST_F(FleetServePostgres, AReplicaWhoseCandidatesWereAllTakenLooksAtTheFleetAgain) {
   AddH100Hosts(3);
   auto stale = Serve({"--refresh-ms", "600000"}, "stale");
   auto fresh = Serve({}, "fresh");

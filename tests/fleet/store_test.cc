@@ -296,14 +296,14 @@ TEST_F(FleetStoreTest, TopologyChangeThatDropsAClaimedDeviceIsRefused) {
   EXPECT_EQ(QueryInt(*store, "SELECT count(*) FROM topologies"), 1);
 }
 
-// BUG (reported to the lead, issue 13): fleet_store.h says UpdateHost refuses a new topology
+// Was a bug, fixed (issue 13): fleet_store.h says UpdateHost refuses a new topology
 // "unless every claim still validates against the new hardware", but CheckClaimsFit
 // (src/fleet/fleet_store.cc) only checks that each claimed CPU and PCI device exists: a claim
 // holding 1 GiB pages on a node whose new hardware has none is accepted, and the host's usage
 // then exceeds its pools (Audit reports it only afterwards). Fix: in CheckClaimsFit, also apply
 // every claim of the host (UsageOf) and, per node of the usage, check the node exists on `hw` and
 // pages_used <= the new pool's total for each size above 4 KiB (the same test Audit makes).
-TEST_F(FleetStoreTest, BUG_TopologyChangeThatDropsClaimedPagesIsRefused) {
+TEST_F(FleetStoreTest, TopologyChangeThatDropsClaimedPagesIsRefused) {
   auto store = FleetStore::Open(url_);
   store->AddHost(Spec("gpu-1", "hgx-h100"));
   FlavorShape paged = OneGpu();
@@ -325,7 +325,7 @@ TEST_F(FleetStoreTest, BUG_TopologyChangeThatDropsClaimedPagesIsRefused) {
   EXPECT_EQ(store->Audit(), std::vector<std::string>{});
 }
 
-// BUG (reported to the lead, issue 13): host_record.h says a disabled host (or one in
+// Was a bug, fixed (issue 13): host_record.h says a disabled host (or one in
 // maintenance) "keeps its claims, takes no new placements", and ClaimBatch refuses it, but
 // FleetStore::ClaimOnHost — what `accel place --claim --store URL` uses — claims on it anyway
 // (`accel fleet host add ... --state disabled` then `accel place --topology ... --claim` stores a
@@ -333,7 +333,7 @@ TEST_F(FleetStoreTest, BUG_TopologyChangeThatDropsClaimedPagesIsRefused) {
 // `UPDATE hosts SET generation = generation + 1 WHERE name = $1` report the state (e.g. a
 // following `SELECT state FROM hosts WHERE name = $1`) and, for a host in the inventory that is
 // not enabled, return a ClaimResult with refused = "host NAME is disabled" before calling place.
-TEST_F(FleetStoreTest, BUG_ClaimOnHostRefusesADisabledHost) {
+TEST_F(FleetStoreTest, ClaimOnHostRefusesADisabledHost) {
   auto store = FleetStore::Open(url_);
   HostSpec spec = Spec("gpu-1", "hgx-h100");
   spec.state = HostAdminState::kDisabled;
