@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <functional>
 #include <cctype>
 #include <atomic>
 #include <chrono>
@@ -366,7 +367,9 @@ Fleet BuildFleet(const std::vector<Sku>& skus, const std::vector<PlacementReques
 // usage_key, until 1 + alternates hosts fit). The chosen host is checked against Schedule's.
 class CompactRanker {
  public:
-  CompactRanker(const FleetView& view, const PlacementRequest& req) : req_(req) {
+  /// `node_check`: also skip hosts whose best nodes cannot hold a required-policy PCI request.
+  CompactRanker(const FleetView& view, const PlacementRequest& req, bool node_check)
+      : req_(req), node_check_(node_check) {
     for (const placement::GuestCell& c : req.cells) pinned_ += c.dedicated_vcpus.Count();
     rows_.resize(view.hosts().size());
     for (size_t i = 0; i < view.hosts().size(); ++i) Update(view, i);
@@ -391,6 +394,7 @@ class CompactRanker {
     const auto& acc = accels_[hw];
     for (size_t j = 0; j < acc.size() && j < 64; ++j)
       if (!e.usage.devices.count(acc[j]->address)) r.free_mask |= uint64_t{1} << j;
+    r.state = state_ids_.emplace(e.usage_key, static_cast<uint32_t>(state_ids_.size())).first->second;
     rows_[i] = r;
   }
 
@@ -403,12 +407,27 @@ class CompactRanker {
       const Row& r = rows_[i];
       if (!r.eligible || r.free_pinnable < pinned_) continue;
       bool short_of_devices = false;
-      for (size_t q = 0; q < req_.pci.size() && !short_of_devices; ++q)
+      for (size_t q = 0; q < req_.pci.size() && !short_of_devices; ++q) {
         short_of_devices = __builtin_popcountll(r.free_mask & match_[r.hw][q]) < req_.pci[q].count;
+        // numa_policy required: every device is local to one of the guest's cells, which sit on
+        // distinct host nodes, so the best `cells` nodes must hold them (devices of no known
+        // node count on every node: the bound stays a necessary condition).
+        if (!short_of_devices && node_check_ && req_.pci[q].numa_policy == placement::PciNumaPolicy::kRequired) {
+          const auto& per_node = node_match_[r.hw][q];
+          best_.assign(per_node.size(), 0);
+          for (size_t k = 0; k < per_node.size(); ++k) best_[k] = __builtin_popcountll(r.free_mask & per_node[k]);
+          const size_t cells = std::min(best_.size(), req_.cells.size());
+          std::partial_sort(best_.begin(), best_.begin() + static_cast<long>(cells), best_.end(), std::greater<int>());
+          int sum = __builtin_popcountll(r.free_mask & unknown_node_[r.hw][q]);
+          for (size_t k = 0; k < cells; ++k) sum += best_[k];
+          short_of_devices = sum < req_.pci[q].count;
+        }
+      }
       if (short_of_devices) continue;
       ranked_.emplace_back(Key{sign * r.free_acc, sign * r.free_pinnable, r.partial ? 0 : 1, r.idle ? 1 : 0, i});
     }
-    std::unordered_map<std::string, bool> memo;
+    // Engine answers of this decision by state id: 0 not asked, 1 fits, 2 does not.
+    memo_.assign(state_ids_.size(), 0);
     engine_ms_ = 0;
     int found = 0, chosen = -1;
     size_t sorted = 0;
@@ -421,15 +440,15 @@ class CompactRanker {
         sorted = next;
       }
       const uint32_t i = std::get<4>(ranked_[pos]);
-      const accel::fleet::HostEntry& e = view.hosts()[i];
-      auto it = memo.find(e.usage_key);
-      if (it == memo.end()) {
+      uint8_t& known = memo_[rows_[i].state];
+      if (!known) {
+        const accel::fleet::HostEntry& e = view.hosts()[i];
         ++*engine_calls;
         const auto t0 = Clock::now();
-        it = memo.emplace(e.usage_key, placement::Place(*e.hardware, e.usage, e.record.policy, req_).fits()).first;
+        known = placement::Place(*e.hardware, e.usage, e.record.policy, req_).fits() ? 1 : 2;
         engine_ms_ += MsSince(t0);
       }
-      if (!it->second) continue;
+      if (known != 1) continue;
       if (found++ == 0) chosen = static_cast<int>(i);
     }
     return chosen;
@@ -439,6 +458,7 @@ class CompactRanker {
   struct Row {
     uint64_t free_mask = 0;   ///< bit j: the hardware's accelerator j is free
     int free_acc = 0, free_pinnable = 0;
+    uint32_t state = 0;       ///< interned usage_key: hosts with one state share engine answers
     uint16_t hw = 0;
     bool eligible = false, partial = false, idle = true;
   };
@@ -450,13 +470,21 @@ class CompactRanker {
     std::vector<const accel::topology::PciDevice*> acc;
     for (const auto& d : hw->pci)
       if (d.is_accelerator()) acc.push_back(&d);
-    std::vector<uint64_t> match(req_.pci.size(), 0);
+    std::vector<uint64_t> match(req_.pci.size(), 0), unknown(req_.pci.size(), 0);
+    std::vector<std::vector<uint64_t>> by_node(req_.pci.size(), std::vector<uint64_t>(hw->numa_nodes.size(), 0));
     for (size_t q = 0; q < req_.pci.size(); ++q)
       for (size_t j = 0; j < acc.size() && j < 64; ++j)
         for (const placement::PciSpec& spec : req_.pci[q].specs)
-          if (placement::SpecMatches(spec, *acc[j])) match[q] |= uint64_t{1} << j;
+          if (placement::SpecMatches(spec, *acc[j])) {
+            match[q] |= uint64_t{1} << j;
+            const int node = hw->NodeIndex(acc[j]->numa_node);
+            (node < 0 ? unknown[q] : by_node[q][static_cast<size_t>(node)]) |= uint64_t{1} << j;
+            break;
+          }
     accels_.push_back(std::move(acc));
     match_.push_back(std::move(match));
+    node_match_.push_back(std::move(by_node));
+    unknown_node_.push_back(std::move(unknown));
     return id;
   }
 
@@ -467,6 +495,12 @@ class CompactRanker {
   std::unordered_map<const accel::topology::HostTopology*, uint16_t> hw_ids_;
   std::vector<std::vector<const accel::topology::PciDevice*>> accels_;
   std::vector<std::vector<uint64_t>> match_;  ///< [hw][pci request]: matching accelerators
+  std::vector<std::vector<std::vector<uint64_t>>> node_match_;  ///< [hw][pci request][node index]
+  std::vector<std::vector<uint64_t>> unknown_node_;            ///< [hw][pci request]: no NUMA node
+  std::unordered_map<std::string, uint32_t> state_ids_;  ///< usage_key -> dense id
+  std::vector<uint8_t> memo_;
+  std::vector<int> best_;
+  bool node_check_ = true;
   std::vector<std::tuple<int, int, int, int, uint32_t>> ranked_;
 };
 
@@ -481,6 +515,9 @@ struct DecisionStats {
   double cpu_p50 = 0, cpu_p99 = 0;          ///< CPU time of the deciding thread (no preemption)
   double compact_p50 = 0, compact_p99 = 0;  ///< CompactRanker, same decisions
   double compact_cpu_p50 = 0, compact_cpu_p99 = 0;
+  /// CompactRanker with the node-level PCI bound as well.
+  double nodes_cpu_p50 = 0, nodes_cpu_p99 = 0, nodes_engine_p50 = 0, nodes_engine_calls_mean = 0;
+  int nodes_disagreements = 0;
   double compact_engine_p50 = 0, compact_engine_p99 = 0;  ///< of which in the engine
   double compact_scan_p50 = 0, compact_scan_p99 = 0;      ///< the rest: filter, rank, memo
   int compact_disagreements = 0;            ///< decisions where it chose another host
@@ -495,7 +532,10 @@ DecisionStats RunDecisions(FleetView view, const PlacementRequest& req, accel::f
   st.strategy = strategy == accel::fleet::FleetStrategy::kPack ? "pack" : "spread";
   std::vector<double> ms, cpu_ms, compact_ms, compact_cpu_ms, compact_engine_ms;
   double engine = 0, ranked = 0;
-  CompactRanker compact(view, req);
+  CompactRanker compact(view, req, /*node_check=*/false);
+  CompactRanker compact_nodes(view, req, /*node_check=*/true);
+  std::vector<double> nodes_cpu_ms, nodes_engine_ms;
+  double nodes_engine_calls = 0;
   for (int d = 0; d < decisions; ++d) {
     auto t0 = Clock::now();
     const double compact_cpu0 = ThreadCpuMs();
@@ -503,6 +543,12 @@ DecisionStats RunDecisions(FleetView view, const PlacementRequest& req, accel::f
     const int compact_choice = compact.Decide(view, strategy, opt.alternates, &compact_engine);
     compact_ms.push_back(MsSince(t0));
     compact_cpu_ms.push_back(ThreadCpuMs() - compact_cpu0);
+    const double nodes_cpu0 = ThreadCpuMs();
+    int nodes_engine = 0;
+    const int nodes_choice = compact_nodes.Decide(view, strategy, opt.alternates, &nodes_engine);
+    nodes_cpu_ms.push_back(ThreadCpuMs() - nodes_cpu0);
+    nodes_engine_ms.push_back(compact_nodes.engine_ms());
+    nodes_engine_calls += nodes_engine;
     compact_engine_ms.push_back(compact.engine_ms());
     t0 = Clock::now();
     const double cpu0 = ThreadCpuMs();
@@ -511,6 +557,7 @@ DecisionStats RunDecisions(FleetView view, const PlacementRequest& req, accel::f
     cpu_ms.push_back(ThreadCpuMs() - cpu0);
     const int schedule_choice = r.all_placed ? static_cast<int>(r.instances[0].chosen.host_index) : -1;
     if (compact_choice != schedule_choice) ++st.compact_disagreements;
+    if (nodes_choice != schedule_choice) ++st.nodes_disagreements;
     engine += r.engine_calls;
     ranked += r.hosts_ranked;
     st.engine_calls_max = std::max<double>(st.engine_calls_max, r.engine_calls);
@@ -521,7 +568,12 @@ DecisionStats RunDecisions(FleetView view, const PlacementRequest& req, accel::f
     if (std::string err = view.Apply(c.host_index, c.placement); !err.empty())
       throw std::logic_error("a decision double-books its host: " + err);
     compact.Update(view, c.host_index);
+    compact_nodes.Update(view, c.host_index);
   }
+  st.nodes_cpu_p50 = Percentile(nodes_cpu_ms, 0.50);
+  st.nodes_cpu_p99 = Percentile(nodes_cpu_ms, 0.99);
+  st.nodes_engine_p50 = Percentile(nodes_engine_ms, 0.50);
+  st.nodes_engine_calls_mean = nodes_engine_calls / decisions;
   st.cpu_p50 = Percentile(cpu_ms, 0.50);
   st.cpu_p99 = Percentile(cpu_ms, 0.99);
   st.compact_cpu_p50 = Percentile(compact_cpu_ms, 0.50);
@@ -894,7 +946,12 @@ int RunInProcess(const Args& a, int argc, char** argv) {
                                 {"compact_rows_engine_p50_ms", st.compact_engine_p50},
                                 {"compact_rows_engine_p99_ms", st.compact_engine_p99},
                                 {"compact_rows_scan_p50_ms", st.compact_scan_p50},
-                                {"compact_rows_scan_p99_ms", st.compact_scan_p99}};
+                                {"compact_rows_scan_p99_ms", st.compact_scan_p99},
+                                {"compact_rows_node_bound_cpu_p50_ms", st.nodes_cpu_p50},
+                                {"compact_rows_node_bound_cpu_p99_ms", st.nodes_cpu_p99},
+                                {"compact_rows_node_bound_engine_p50_ms", st.nodes_engine_p50},
+                                {"compact_rows_node_bound_engine_calls_mean", st.nodes_engine_calls_mean},
+                                {"compact_rows_node_bound_disagreements", st.nodes_disagreements}};
     out["decisions"][st.strategy] = j;
     std::printf("decide %s (%s, count 1, %d decisions, each applied): p50 %.3f ms, p90 %.3f, p99 %.3f, max %.3f; "
                 "thread CPU p50 %.3f, p99 %.3f; engine runs/decision %.1f (max %.0f), hosts ranked %.0f; placed %d; "
@@ -907,6 +964,10 @@ int RunInProcess(const Args& a, int argc, char** argv) {
                 "chose another host in %d of %d\n",
                 st.compact_p50, st.compact_p99, st.compact_cpu_p50, st.compact_cpu_p99, st.compact_engine_p50, st.compact_engine_p99, st.compact_scan_p50,
                 st.compact_scan_p99, st.compact_disagreements, st.decisions);
+    std::printf("       ... plus the node-level bound for required PCI: thread CPU p50 %.3f / p99 %.3f ms, engine runs "
+                "%.1f/decision (engine p50 %.3f ms); chose another host in %d of %d\n",
+                st.nodes_cpu_p50, st.nodes_cpu_p99, st.nodes_engine_calls_mean, st.nodes_engine_p50,
+                st.nodes_disagreements, st.decisions);
   }
 
   if (a.nova) {
@@ -1125,6 +1186,7 @@ void Reread(accel::fleet::FleetStore& store, FleetView& view, const std::set<std
       st.claim_ns += NowNs() - t;
       st.claim_cpu_ns += CpuNs() - c;
       st.retries += out.retries;
+      // FLEET_BENCH_DEBUG=1: every refused candidate and why, on stderr (where retries come from).
       if (getenv("FLEET_BENCH_DEBUG"))
         for (const std::string& c : out.conflicts) std::fprintf(stderr, "[%d] conflict: %s\n", cfg.slot, c.c_str());
       if (out.committed) {
