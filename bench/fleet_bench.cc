@@ -765,15 +765,17 @@ struct Args {
   double outage = 3;       ///< --restart: seconds the server stays down
 };
 
+/// Prints the usage; exits 0 for --help (`error` empty), else 2 after the error.
 [[noreturn]] void Usage(const std::string& error) {
-  std::cerr << "fleet_bench: " << error << "\n"
+  if (!error.empty()) std::cerr << "fleet_bench: " << error << "\n";
+  (error.empty() ? std::cout : std::cerr)
             << "usage: fleet_bench [--hosts N] [--decisions N] [--seed S] [--json FILE] [--no-nova]\n"
                "                   [--nova-candidates N] [--nova-rounds N] [--capacity-runs N] [--churn N]\n"
                "                   [--source-dir DIR] [--shared-dir DIR]\n"
                "       fleet_bench --claims [--hosts N] [--claimers N] [--claims-each N] [--refresh-ms MS]\n"
                "                   [--strategy pack|spread] [--scrambled-names]\n"
                "                   [--refresh-every K] [--hold N] [--kills N | --restart [--seconds S] [--outage S]] [--json FILE]\n";
-  std::exit(2);
+  std::exit(error.empty() ? 0 : 2);
 }
 
 Args ParseArgs(int argc, char** argv) {
@@ -821,7 +823,7 @@ Args ParseArgs(int argc, char** argv) {
     else if (k == "--claims-each") a.claims_each = static_cast<long>(number());
     else if (k == "--hold") a.hold = static_cast<int>(number());
     else if (k == "--outage") a.outage = number();
-    else if (k == "-h" || k == "--help") Usage("help");
+    else if (k == "-h" || k == "--help") Usage("");
     else Usage("unknown argument " + k);
   }
   if (a.hosts < 0) a.hosts = a.claims ? 2000 : 10000;
