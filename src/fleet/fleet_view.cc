@@ -43,6 +43,7 @@ void Summarize(HostEntry* e) {
   for (size_t i = 0; i < nodes; ++i) {
     if (node_total[i] > 0 && s.node_free_accelerators[i] == node_total[i]) ++s.whole_free_accelerator_nodes;
     s.node_partly_used[i] = s.node_free_accelerators[i] > 0 && s.node_free_accelerators[i] < node_total[i];
+    s.has_partly_used_node = s.has_partly_used_node || s.node_partly_used[i];
   }
   const placement::HostCpuSets sets = placement::HostCpuSetsOf(hw, e->usage, e->record.policy);
   s.total_pinnable_cpus = sets.dedicated.Count();
@@ -98,6 +99,9 @@ FleetView FleetView::FromSnapshot(const FleetSnapshot& snap) {
     if (e.usage_key.empty()) e.usage_key = key + "|" + UsageText(e.usage);
     view.hosts_.push_back(std::move(e));
   }
+  // PostgreSQL's ORDER BY follows the database's collation; the view's order is byte order.
+  std::sort(view.hosts_.begin(), view.hosts_.end(),
+            [](const HostEntry& a, const HostEntry& b) { return a.record.name < b.record.name; });
   view.Reindex();
   return view;
 }

@@ -34,6 +34,7 @@ struct HostSummary {
   /// Per node (numa_nodes order): free accelerators; and whether some are free and some held.
   std::vector<int> node_free_accelerators;
   std::vector<bool> node_partly_used;
+  bool has_partly_used_node = false;  ///< some node_partly_used entry is true
   bool idle = true;                 ///< no claim holds anything on the host
 };
 
@@ -58,6 +59,7 @@ class FleetView {
   /// (a store that fails Audit).
   static FleetView FromSnapshot(const FleetSnapshot& snapshot);
 
+  /// Every host, sorted by name (byte order, whatever order the store returned them in).
   const std::vector<HostEntry>& hosts() const { return hosts_; }
   /// The host named `name`, or nullptr.
   const HostEntry* Find(const std::string& name) const;
@@ -78,7 +80,7 @@ class FleetView {
 
  private:
   void Reindex();
-  std::vector<HostEntry> hosts_;  ///< by name
+  std::vector<HostEntry> hosts_;  ///< sorted by name (std::string order)
   std::unordered_map<std::string, size_t> index_;
   int64_t taken_at_ = 0;
 };

@@ -13,13 +13,17 @@ namespace accel::fleet {
 
 namespace {
 
-// FNV-1a of seed + name: a fixed, seeded order over host names.
+// FNV-1a of seed + name, then splitmix64's finalizer: a fixed, seeded order over host names.
+// Without the finalizer names that differ in their last digits (gpu-0480 ... gpu-0489) stay next
+// to each other under every seed, and replicas that meet there race for the same hosts.
 uint64_t SeededHash(const std::string& seed, const std::string& name) {
   uint64_t h = 1469598103934665603ULL;
   for (char c : seed) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
   h = (h ^ 0xff) * 1099511628211ULL;
   for (char c : name) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
-  return h;
+  h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
+  return h ^ (h >> 31);
 }
 
 // What the flavor needs, by count, and the devices of each hardware that could serve each of
@@ -30,16 +34,25 @@ class CountCheck {
     for (const placement::GuestCell& c : req.cells) pinned_vcpus_ += c.dedicated_vcpus.Count();
   }
 
-  // A reason when the host surely cannot fit by count, "" when it might.
+  // The cause when the host surely cannot fit by count ("CPUs", "PCI devices"), nullptr when
+  // it might. Cheap: it runs for every host of every decision; Shortfall says it in words.
+  const char* ShortfallCause(const HostEntry& e) {
+    if (pinned_vcpus_ > e.summary.free_pinnable_cpus) return "CPUs";
+    if (req_.pci.empty()) return nullptr;
+    const std::vector<std::vector<const topology::PciDevice*>>& matching = MatchingOn(e);
+    for (size_t r = 0; r < req_.pci.size(); ++r)
+      if (FreeOf(e, matching[r]) < req_.pci[r].count) return "PCI devices";
+    return nullptr;
+  }
+
+  // The reason ShortfallCause found, as a person reads it.
   std::string Shortfall(const HostEntry& e) {
     if (pinned_vcpus_ > e.summary.free_pinnable_cpus)
       return "host: " + std::to_string(e.summary.free_pinnable_cpus) + " free pinnable CPUs, needs " +
              std::to_string(pinned_vcpus_);
-    if (req_.pci.empty()) return "";
     const std::vector<std::vector<const topology::PciDevice*>>& matching = MatchingOn(e);
     for (size_t r = 0; r < req_.pci.size(); ++r) {
-      int free = 0;
-      for (const topology::PciDevice* d : matching[r]) free += e.usage.devices.count(d->address) ? 0 : 1;
+      const int free = FreeOf(e, matching[r]);
       if (free < req_.pci[r].count)
         return "PCI alias '" + req_.pci[r].alias + "': " + std::to_string(free) +
                " free matching devices on the host, needs " + std::to_string(req_.pci[r].count);
@@ -48,6 +61,13 @@ class CountCheck {
   }
 
  private:
+  static int FreeOf(const HostEntry& e, const std::vector<const topology::PciDevice*>& devices) {
+    if (e.usage.devices.empty()) return static_cast<int>(devices.size());
+    int free = 0;
+    for (const topology::PciDevice* d : devices) free += e.usage.devices.count(d->address) ? 0 : 1;
+    return free;
+  }
+
   const std::vector<std::vector<const topology::PciDevice*>>& MatchingOn(const HostEntry& e) {
     auto it = matching_.find(e.hardware.get());
     if (it != matching_.end()) return it->second;
@@ -77,16 +97,15 @@ struct Working {
   }
 };
 
-using RankKey = std::tuple<int, int, int, int, uint64_t, std::string>;
+// The last element is the host's index in the view, which keeps hosts in name order.
+using RankKey = std::tuple<int, int, int, int, uint64_t, size_t>;
 
-RankKey KeyOf(const HostEntry& e, const ScheduleOptions& o) {
+RankKey KeyOf(const HostEntry& e, size_t index, const ScheduleOptions& o) {
   const HostSummary& s = e.summary;
   const int sign = o.strategy == FleetStrategy::kPack ? 1 : -1;
   // Fragmentation: a host with a partly used accelerator node keeps whole nodes whole.
-  const bool has_partial_node =
-      std::find(s.node_partly_used.begin(), s.node_partly_used.end(), true) != s.node_partly_used.end();
-  return {sign * s.free_accelerators, sign * s.free_pinnable_cpus, has_partial_node ? 0 : 1, s.idle ? 1 : 0,
-          o.tiebreak_seed.empty() ? 0 : SeededHash(o.tiebreak_seed, e.record.name), e.record.name};
+  return {sign * s.free_accelerators, sign * s.free_pinnable_cpus, s.has_partly_used_node ? 0 : 1, s.idle ? 1 : 0,
+          o.tiebreak_seed.empty() ? 0 : SeededHash(o.tiebreak_seed, e.record.name), index};
 }
 
 }  // namespace
@@ -157,11 +176,13 @@ ScheduleResult Schedule(const FleetView& view, const placement::PlacementRequest
         count_cause("holds an earlier instance (--different-hosts)", r.name);
         continue;
       }
-      if (std::string why = counts.Shortfall(e); !why.empty()) {
-        count_cause(CauseOf(why), r.name + ": " + why);
+      if (const char* cause = counts.ShortfallCause(e)) {
+        CauseCount& c = causes[cause];
+        c.cause = cause;
+        if (c.hosts++ == 0) c.example = r.name + ": " + counts.Shortfall(e);
         continue;
       }
-      ranked.emplace_back(KeyOf(e, options), i);
+      ranked.emplace_back(KeyOf(e, i, options), i);
     }
     result.hosts_ranked = static_cast<int>(ranked.size());
 
