@@ -39,7 +39,7 @@
 //     labels: {}                                     # e.g. {az: rack-3, gpu: h100}
 //     policyFile: ""                                 # host policy (nova.conf names, docs/fleet.md)
 //     heartbeat: 30s
-//     staleAfter: 0s                                 # 0 = 3 x heartbeat
+//     staleAfter: 90s                                # default (unset): 3 x heartbeat
 //
 // Plain data; the parser is stateless and thread-safe.
 #pragma once

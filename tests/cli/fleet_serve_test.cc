@@ -428,7 +428,7 @@ TEST_F(FleetServeCli, BadInputIs400NamingTheField) {
       {"/api/v1/capacity", json({{"flavors", {no_vcpus}}, {"aliases", Aliases()}}).dump(), "vcpus"},
       {"/api/v1/filter", json({{"flavor", Flavor("gpu-1g.yaml")}, {"aliases", Aliases()}, {"hosts", "h100-a"}}).dump(), "hosts"},
       {"/api/v1/filter", json({{"flavor", Flavor("gpu-1g.yaml")}, {"aliases", Aliases()}, {"hosts", {"h100-a"}},
-                               {"usage", {{"h100-a", {{"cells", {{{"id", 7}}}}}}}}}).dump(), "usage.h100-a"},
+                               {"usage", "none"}}).dump(), "usage"},
       {"/api/v1/release", "{\"ids\": []}", "ids"},
       {"/api/v1/release", "{\"ids\": \"c-1\"}", "ids"},
   };
@@ -438,6 +438,16 @@ TEST_F(FleetServeCli, BadInputIs400NamingTheField) {
     const json error = r.Json();
     ASSERT_TRUE(error.is_object() && error.contains("error")) << r.body;
     EXPECT_THAT(error["error"].get<std::string>(), HasSubstr(field)) << path << " " << body;
+  }
+  // Nova's usage that does not match the host rejects that host only, with the reason.
+  {
+    test_support::ApiReply f = api.Post(
+        "/api/v1/filter",
+        json({{"flavor", Flavor("gpu-1g.yaml")}, {"aliases", Aliases()}, {"hosts", {"h100-a"}},
+              {"usage", {{"h100-a", {{"cells", {{{"id", 7}}}}}}}}}).dump(),
+        false);
+    ASSERT_EQ(f.status, 200) << f.body;
+    EXPECT_THAT(f.Json()["rejected"]["h100-a"].get<std::string>(), HasSubstr("usage.h100-a")) << f.body;
   }
   test_support::ApiReply r = api.Get("/api/v1/hosts?where=%3Drack-3");
   EXPECT_EQ(r.status, 400) << r.body;
