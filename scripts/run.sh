@@ -65,7 +65,7 @@ done
 "$accel" fleet host add --topology fixtures/hosts/epyc-nps4-mi300x.json --name mi300x-01 --label az=b --label gpu=mi300x >/dev/null
 "$accel" fleet host add --topology fixtures/hosts/gaudi2-8hpu.json --name gaudi2-01 --label az=b --state maintenance >/dev/null
 "$accel" fleet place --flavor examples/flavors/gpu-4-2cell.yaml --aliases examples/flavors/aliases.json \
-  --count 2 --claim -o json | grep -E '"(host|claim|placed)"'
+  --count 2 --claim -o json | grep -E '^  "placed"|^      "(host|claim)"'
 "$accel" fleet host list
 "$accel" fleet capacity --flavor examples/flavors/gpu-1g.yaml --flavor examples/flavors/gpu-4-2cell.yaml \
   --flavor examples/flavors/numa2.yaml --aliases examples/flavors/aliases.json --group-by az
