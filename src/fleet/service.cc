@@ -36,7 +36,8 @@ int64_t NowUnix() { return static_cast<int64_t>(std::time(nullptr)); }
 ServiceReply Json(int status, const nlohmann::ordered_json& doc) {
   ServiceReply r;
   r.status = status;
-  r.body = doc.dump(2) + "\n";
+  // Errors quote what the client sent, which may not be UTF-8: replace such bytes, never throw.
+  r.body = doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
   return r;
 }
 
