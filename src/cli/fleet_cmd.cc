@@ -584,8 +584,8 @@ void RegisterPlaceAndClaims(CLI::App* fleet_cmd, int* exit_code) {
   auto po = std::make_shared<PlaceOptions>();
   CLI::App* p = fleet_cmd->add_subcommand(
       "place",
-      "Pick a host in the fleet and the exact placement on it (the engine of `accel place`), for\n"
-      "N instances; optionally claim them. Hosts are filtered (enabled, not stale, --where), ranked\n"
+      "Pick a host in the fleet and the exact placement on it for N instances; optionally claim them.\n\n"
+      "The engine is `accel place`'s. Hosts are filtered (enabled, not stale, --where), ranked\n"
       "by the strategy then by fragmentation (keep whole GPU nodes and whole hosts free), then\n"
       "by name (or a seeded order with --seed). A claim taken meanwhile by another scheduler\n"
       "falls back to the next-best ranked host. When nothing fits, says why per cause.\n\n"
@@ -615,9 +615,9 @@ void RegisterPlaceAndClaims(CLI::App* fleet_cmd, int* exit_code) {
   auto co = std::make_shared<CapacityCmdOptions>();
   CLI::App* c = fleet_cmd->add_subcommand(
       "capacity",
-      "How many more instances of each flavor the fleet takes — exactly what `fleet place` would\n"
-      "place asked one at a time until nothing fits — per label group, the resource that runs\n"
-      "out first, and stranded accelerators: free, but no given flavor can use them, and why.\n\n"
+      "How many more instances of each flavor the fleet takes, per label group, what runs out first.\n\n"
+      "The count is exactly what `fleet place` would place asked one at a time until nothing fits.\n"
+      "Stranded accelerators: free, but no given flavor can use them, and why.\n\n"
       "Examples:\n"
       "  accel fleet capacity --flavor gpu-1.yaml --flavor gpu-8.yaml --aliases aliases.json\n"
       "  accel fleet capacity --flavor flavors.yaml --group-by az -o json\n\n"
@@ -690,8 +690,8 @@ void RegisterPlaceAndClaims(CLI::App* fleet_cmd, int* exit_code) {
   auto ao = std::make_shared<SimpleOptions>();
   CLI::App* a = fleet_cmd->add_subcommand(
       "audit",
-      "Recompute every host's usage from its claims and check that no CPU, page or device is\n"
-      "booked twice and that the unit rows match the claims.\n\n"
+      "Check that no CPU, page or device is booked twice.\n\n"
+      "Recomputes every host's usage from its claims and checks the unit rows against them.\n\n"
       "Exit status: 0 consistent; 1 problems found (listed); 2 bad input; 5 store refused.");
   a->add_option("--store", ao->store, kStoreHelp);
   a->callback([ao, exit_code] {

@@ -100,7 +100,8 @@ void RegisterFleetServe(CLI::App* fleet_cmd, int* exit_code) {
   auto o = std::make_shared<FleetServeOptions>();
   CLI::App* cmd = fleet_cmd->add_subcommand(
       "serve",
-      "Run the fleet scheduler service: the fleet in memory, kept current from the store (replicas\n"
+      "Run the fleet scheduler service: a JSON API, /metrics and a fleet page.\n\n"
+      "It holds the fleet in memory, kept current from the store (replicas\n"
       "on one PostgreSQL see each other's claims within --refresh-ms), a JSON API (place + claim,\n"
       "release, hosts, capacity, claims, filter; docs/fleet-api.yaml), /metrics for Prometheus and\n"
       "a fleet page at /. TLS and basic auth from the web config file, as `accel exporter`.\n\n"

@@ -19,7 +19,9 @@ std::string FirstSentence(const std::string& description) {
 }
 
 std::string SummaryFormatter::make_subcommand(const CLI::App* sub) const {
-  auto known = summaries_.find(sub->get_name());
+  // The summaries are the top-level commands'; `accel fleet place` is not `accel place`.
+  const bool top_level = sub->get_parent() != nullptr && sub->get_parent()->get_parent() == nullptr;
+  auto known = top_level ? summaries_.find(sub->get_name()) : summaries_.end();
   std::string summary =
       known != summaries_.end() ? known->second : FirstSentence(sub->get_description());
   std::stringstream out;

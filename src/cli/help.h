@@ -11,8 +11,9 @@
 
 namespace accel::cli {
 
-/// A CLI11 formatter whose subcommand lists show one line per subcommand: its summary from
-/// `summaries` (by name) when there is one, else the first sentence of its description.
+/// A CLI11 formatter whose subcommand lists show one line per subcommand: for a top-level
+/// command its summary from `summaries` (by name) when there is one, else the first sentence of
+/// its description.
 class SummaryFormatter : public CLI::Formatter {
  public:
   explicit SummaryFormatter(std::map<std::string, std::string> summaries = {})
