@@ -303,6 +303,30 @@ std::optional<HostRecord> ReadHost(SqlConnection& db, const std::string& name) {
   return HostFromRow(db.url(), r.rows[0]);
 }
 
+// What `usage` holds beyond `hw`'s pools: one sentence per node it names that `hw` lacks, and per
+// hugepage pool it takes more pages of than the node has. Base pages (4 KiB) are memory, bounded
+// by the engine's reserve rules, and not checked. Empty when the pools hold it.
+std::vector<std::string> PoolOverbooking(const topology::HostTopology& hw, const placement::HostUsage& usage) {
+  std::vector<std::string> problems;
+  for (const auto& [node_id, node] : usage.nodes) {
+    const int index = hw.NodeIndex(node_id);
+    if (index < 0) {
+      problems.push_back("claims on node " + std::to_string(node_id) + ", which it lacks");
+      continue;
+    }
+    for (const auto& [size_kib, used] : node.pages_used) {
+      if (size_kib == 4) continue;
+      uint64_t total = 0;
+      for (const topology::HugepagePool& pool : hw.numa_nodes[index].pages)
+        if (pool.size_kib == size_kib) total = pool.total;
+      if (used > total)
+        problems.push_back("node " + std::to_string(node_id) + " has " + std::to_string(total) + " pages of " +
+                           std::to_string(size_kib) + " KiB, claims hold " + std::to_string(used));
+    }
+  }
+  return problems;
+}
+
 // Every CPU and device the host's claims hold must exist on `hw`, and every page pool must
 // still hold the pages its claims take (the check Audit makes afterwards).
 void CheckClaimsFit(SqlConnection& db, const std::string& host, const topology::HostTopology& hw) {
@@ -320,24 +344,9 @@ void CheckClaimsFit(SqlConnection& db, const std::string& host, const topology::
   placement::HostUsage usage;
   for (const SqlRow& row : db.Exec("SELECT id, host, flavor, created_at, placement FROM claims WHERE host = $1", {host}).rows)
     usage.Apply(ClaimFromRow(db.url(), row).placement);
-  for (const auto& [node_id, node] : usage.nodes) {
-    const int index = hw.NodeIndex(node_id);
-    if (index < 0)
-      throw InputError("--topology", "", "host " + host + " has claims on NUMA node " + std::to_string(node_id) +
-                                             ", which the new topology lacks",
-                       "release them first (`accel fleet claims --host " + host + "`)");
-    for (const auto& [size_kib, used] : node.pages_used) {
-      if (size_kib == 4) continue;  // base pages: memory, bounded by the engine's reserve rules
-      uint64_t total = 0;
-      for (const topology::HugepagePool& pool : hw.numa_nodes[index].pages)
-        if (pool.size_kib == size_kib) total = pool.total;
-      if (used > total)
-        throw InputError("--topology", "", "host " + host + " has claims on " + std::to_string(used) + " pages of " +
-                                               std::to_string(size_kib) + " KiB on node " + std::to_string(node_id) +
-                                               ", the new topology has " + std::to_string(total),
-                         "release them first (`accel fleet claims --host " + host + "`)");
-    }
-  }
+  if (std::vector<std::string> over = PoolOverbooking(hw, usage); !over.empty())
+    throw InputError("--topology", "", "on the new topology, host " + host + "'s " + over.front(),
+                     "release them first (`accel fleet claims --host " + host + "`)");
 }
 
 }  // namespace
@@ -603,24 +612,8 @@ std::vector<std::string> FleetStore::Audit() {
   for (const HostRecord& h : ListHosts()) {
     auto it = usage.find(h.name);
     if (it == usage.end()) continue;
-    std::shared_ptr<const topology::HostTopology> hw = Topology(h.topology_id);
-    for (const auto& [node_id, node_usage] : it->second.nodes) {
-      const int index = hw->NodeIndex(node_id);
-      if (index < 0) {
-        problems.push_back("host " + h.name + ": claims on node " + std::to_string(node_id) + ", which it lacks");
-        continue;
-      }
-      for (const auto& [size_kib, used] : node_usage.pages_used) {
-        if (size_kib == 4) continue;  // base pages: memory, checked by the engine's reserve rules
-        uint64_t total = 0;
-        for (const auto& pool : hw->numa_nodes[index].pages)
-          if (pool.size_kib == size_kib) total = pool.total;
-        if (used > total)
-          problems.push_back("host " + h.name + ": node " + std::to_string(node_id) + " has " +
-                             std::to_string(total) + " pages of " + std::to_string(size_kib) + " KiB, claims hold " +
-                             std::to_string(used));
-      }
-    }
+    for (const std::string& over : PoolOverbooking(*Topology(h.topology_id), it->second))
+      problems.push_back("host " + h.name + ": " + over);
   }
   size_t rows = 0;
   for (const SqlRow& row : db.Exec("SELECT host, unit, claim_id FROM claim_units").rows) {

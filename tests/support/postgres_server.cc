@@ -22,6 +22,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "common/strings.h"
+
 namespace accel::test_support {
 namespace {
 
@@ -56,23 +58,6 @@ std::string ConnInfoValue(const std::string& value) {
     quoted += c;
   }
   return quoted + "'";
-}
-
-// RFC 3986 percent-encoding of everything but the unreserved characters, as libpq decodes URI
-// components (a unix socket directory in a URI must be encoded: "host=%2Ftmp%2F...").
-std::string PercentEncode(const std::string& value) {
-  static const char* kHex = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : value) {
-    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
 }
 
 // An SQL identifier in double quotes, embedded quotes doubled.
