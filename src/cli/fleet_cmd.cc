@@ -84,8 +84,6 @@ nlohmann::ordered_json CallServer(const ServerFlags& f, const std::string& metho
   return doc;
 }
 
-// A file of flavors or aliases as the JSON the API takes.
-nlohmann::json FileAsJson(const std::string& path) { return ReadStructuredFile(path); }
 
 // Runs a command body, mapping the errors every fleet command shares to exit codes.
 template <typename Body>
@@ -399,8 +397,8 @@ int PlaceThroughServer(const PlaceOptions& o) {
   if (o.output == "libvirt")
     throw InputError("-o libvirt", "", "needs the host's hardware, which stays with the service", "use -o json, or --store");
   nlohmann::json body;
-  body["flavor"] = FileAsJson(o.flavor);
-  if (!o.aliases.empty()) body["aliases"] = FileAsJson(o.aliases);
+  body["flavor"] = ReadStructuredFile(o.flavor);
+  if (!o.aliases.empty()) body["aliases"] = ReadStructuredFile(o.aliases);
   body["count"] = o.count;
   body["different_hosts"] = o.different_hosts;
   body["where"] = o.where;
@@ -548,11 +546,11 @@ int CapacityCmd(const CapacityCmdOptions& o) {
     nlohmann::json body;
     body["flavors"] = nlohmann::json::array();
     for (const std::string& file : o.flavors) {
-      nlohmann::json f = FileAsJson(file);
+      nlohmann::json f = ReadStructuredFile(file);
       if (f.is_array()) for (auto& one : f) body["flavors"].push_back(one);
       else body["flavors"].push_back(f);
     }
-    if (!o.aliases.empty()) body["aliases"] = FileAsJson(o.aliases);
+    if (!o.aliases.empty()) body["aliases"] = ReadStructuredFile(o.aliases);
     body["where"] = o.where;
     body["group_by"] = o.group_by;
     doc = CallServer(o.server, "POST", "/api/v1/capacity", body.dump());

@@ -42,6 +42,16 @@ inline int Shell(const std::string& cmd) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+/// The start of a shell command running Debian's headless Chromium in `dir` with a private
+/// profile (root in CI: no sandbox); the caller appends what to do (--dump-dom URL,
+/// --screenshot=...) and redirections. A generous limit: a cold Chromium on a loaded CI machine
+/// takes seconds, and nothing is timed.
+inline std::string HeadlessChromium(const std::filesystem::path& dir) {
+  return "cd '" + dir.string() + "' && HOME='" + dir.string() +
+         "' timeout 300 /usr/bin/chromium --headless=new --no-sandbox --disable-gpu --no-first-run "
+         "--user-data-dir='" + (dir / "profile").string() + "' ";
+}
+
 /// A fresh directory under the test temp dir, removed by the caller's fixture if wanted.
 inline std::filesystem::path FreshDir(const std::string& name) {
   std::filesystem::path p = std::filesystem::temp_directory_path() /

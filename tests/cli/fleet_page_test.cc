@@ -28,6 +28,7 @@ namespace {
 
 using ::testing::HasSubstr;
 using testing::FreshDir;
+using testing::HeadlessChromium;
 using testing::RunAccel;
 using testing::Shell;
 using testing::Src;
@@ -120,12 +121,8 @@ TEST(FleetPageCli, HeadlessChromiumRendersTheHostsAndTheCapacityOfTheFleet) {
   for (const json& h : hosts["hosts"]) by_name[h["name"].get<std::string>()] = h;
   ASSERT_EQ(by_name.size(), 4u);
 
-  // Generous limit: a cold Chromium on a loaded CI machine takes seconds; nothing here is timed.
-  const std::string cmd = "cd '" + dir.string() + "' && HOME='" + dir.string() +
-                          "' timeout 300 /usr/bin/chromium --headless=new --no-sandbox --disable-gpu --no-first-run "
-                          "--user-data-dir='" + (dir / "profile").string() +
-                          "' --virtual-time-budget=5000 --dump-dom '" + serve.Url() + "/' > '" +
-                          (dir / "dom.html").string() + "' 2> '" + (dir / "chromium.log").string() + "'";
+  const std::string cmd = HeadlessChromium(dir) + "--virtual-time-budget=5000 --dump-dom '" + serve.Url() +
+                          "/' > '" + (dir / "dom.html").string() + "' 2> '" + (dir / "chromium.log").string() + "'";
   ASSERT_EQ(Shell(cmd), 0) << cmd << "\n" << ReadAll(dir / "chromium.log");
   const std::string dom = ReadAll(dir / "dom.html");
   Html page(dom);

@@ -27,6 +27,7 @@ namespace {
 
 using ::testing::HasSubstr;
 using testing::FreshDir;
+using testing::HeadlessChromium;
 using testing::RunAccel;
 using testing::Shell;
 using testing::Src;
@@ -275,12 +276,8 @@ std::string ReadAll(const std::filesystem::path& p) {
 // Screenshots `html` (a file in `dir`) at 1400x1000 with a private profile. Returns the PNG bytes.
 std::string Screenshot(const std::filesystem::path& dir, const std::string& html) {
   const std::filesystem::path out = dir / (html + ".png");
-  // Generous limit: a cold Chromium on a loaded CI machine takes seconds; nothing here is timed.
-  const std::string cmd = "cd '" + dir.string() + "' && HOME='" + dir.string() +
-                          "' timeout 300 /usr/bin/chromium --headless=new --no-sandbox --disable-gpu "
-                          "--hide-scrollbars --force-device-scale-factor=1 --no-first-run "
-                          "--user-data-dir='" + (dir / "profile").string() + "' --screenshot='" + out.string() +
-                          "' --window-size=1400,1000 'file://" + (dir / html).string() + "' > '" +
+  const std::string cmd = HeadlessChromium(dir) + "--hide-scrollbars --force-device-scale-factor=1 --screenshot='" +
+                          out.string() + "' --window-size=1400,1000 'file://" + (dir / html).string() + "' > '" +
                           (dir / (html + ".log")).string() + "' 2>&1";
   const int rc = Shell(cmd);
   EXPECT_EQ(rc, 0) << cmd << "\n" << ReadAll(dir / (html + ".log"));
