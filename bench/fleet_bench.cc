@@ -1009,12 +1009,13 @@ int RunInProcess(const Args& a, int argc, char** argv) {
 //   Schedule(view, gpu-4-2cell, pack, count 1, tiebreak seed "<--seed>-<slot>")
 //   ClaimDecision(store, decision)   one transaction: the chosen host, else its ranked alternates
 //   on success: FleetView::Apply of its own claim (its view stays current for its own claims);
-//   when a candidate was refused (retries > 0) or none could be claimed: the candidates' hosts
-//   are read again (GetHost + ListClaims -> MakeHostEntry -> FleetView::Upsert); and every
-//   --refresh-every own claims the whole view is read again (FleetStore::Snapshot), which is when
-//   a claimer sees the others' claims.
-// With --hold N a claimer releases its oldest claim once it holds more than N (and re-reads that
-// host), so a run of any length never fills the fleet.
+//   every --refresh-ms, and at once when a candidate was refused (retries > 0) or none could be
+//   claimed: a poll of the store's change feed, as FleetService::RefreshChanged does
+//   (FleetStore::ChangedSince(mark): the hosts written since, and the claims of those whose
+//   generation differs from the view's -> MakeHostEntry -> FleetView::Upsert; removals); and
+//   every --refresh-every own claims the whole view is read again (FleetStore::Snapshot).
+// With --hold N a claimer releases its oldest claim once it holds more than N (the next poll
+// brings that host back), so a run of any length never fills the fleet.
 //
 // Modes: the throughput run (each claimer makes --claims-each claims; claims/s = all claims /
 // wall time from the first claimer's start to the last one's end); --kills N (claimers run with
@@ -1103,16 +1104,26 @@ struct ClaimerConfig {
   int hold = 0;
 };
 
-/// Re-reads `names` from the store into the view.
-void Reread(accel::fleet::FleetStore& store, FleetView& view, const std::set<std::string>& names) {
-  for (const std::string& name : names) {
-    std::optional<HostRecord> rec = store.GetHost(name);
-    if (!rec) continue;
-    std::vector<Claim> claims = store.ListClaims(name);
+/// One poll of the change feed into `view` (what FleetService::RefreshChanged does): the hosts
+/// written after *mark, with claims only for those whose generation differs from the view's.
+/// Returns the number of hosts whose claims were read.
+long PollChanges(accel::fleet::FleetStore& store, FleetView& view, int64_t* mark) {
+  accel::fleet::FleetChanges ch = store.ChangedSince(*mark, [&](const HostRecord& r) {
+    const accel::fleet::HostEntry* e = view.Find(r.name);
+    return !e || e->record.generation != r.generation;
+  });
+  for (const std::string& name : ch.removed) view.Remove(name);
+  for (const HostRecord& r : ch.hosts) {
+    auto it = ch.claims.find(r.name);
+    if (it == ch.claims.end()) continue;
+    const accel::fleet::HostEntry* known = view.Find(r.name);
+    if (known && known->record.generation > r.generation) continue;  // own claim applied since
     std::vector<const Claim*> ptrs;
-    for (const Claim& c : claims) ptrs.push_back(&c);
-    view.Upsert(accel::fleet::MakeHostEntry(*rec, store.Topology(rec->topology_id), ptrs));
+    for (const Claim& c : it->second) ptrs.push_back(&c);
+    view.Upsert(accel::fleet::MakeHostEntry(r, store.Topology(r.topology_id), ptrs));
   }
+  *mark = ch.change;
+  return static_cast<long>(ch.claims.size());
 }
 
 [[noreturn]] void ClaimerMain(const ClaimerConfig& cfg, const PlacementRequest& req, SharedState* shared) {
@@ -1120,11 +1131,11 @@ void Reread(accel::fleet::FleetStore& store, FleetView& view, const std::set<std
   st.start_ns = NowNs();
   std::unique_ptr<accel::fleet::FleetStore> store;
   FleetView view;
+  int64_t mark = 0;  // the change feed's mark of `view`
   bool need_snapshot = true;
   int since_snapshot = 0;
   int64_t last_poll = 0;
   std::vector<std::string> held;  // own live claims, oldest first
-  std::vector<std::string> held_hosts;
   accel::fleet::ScheduleOptions opt;
   opt.count = 1;
   opt.strategy = cfg.strategy;
@@ -1147,7 +1158,9 @@ void Reread(accel::fleet::FleetStore& store, FleetView& view, const std::set<std
       if (!store) store = accel::fleet::FleetStore::Open(cfg.url);
       if (need_snapshot || (cfg.refresh_every > 0 && since_snapshot >= cfg.refresh_every)) {
         const int64_t t = NowNs(), c = CpuNs();
-        view = FleetView::FromSnapshot(store->Snapshot());
+        const FleetSnapshot snap = store->Snapshot();
+        mark = snap.change;
+        view = FleetView::FromSnapshot(snap);
         st.refresh_ns += NowNs() - t;
         st.refresh_cpu_ns += CpuNs() - c;
         ++st.snapshots;
@@ -1155,19 +1168,12 @@ void Reread(accel::fleet::FleetStore& store, FleetView& view, const std::set<std
         since_snapshot = 0;
         last_poll = NowNs();
       } else if (cfg.refresh_ms > 0 && NowNs() - last_poll >= cfg.refresh_ms * 1000000LL) {
-        // What `accel fleet serve` does every --refresh interval (FleetService::RefreshNow):
-        // every host's generation, then the hosts that changed read again.
+        // What `accel fleet serve` does every --refresh interval (FleetService::RefreshNow).
         const int64_t t = NowNs(), c = CpuNs();
-        std::set<std::string> changed;
-        for (const accel::fleet::HostVersion& v : store->HostVersions()) {
-          const accel::fleet::HostEntry* e = view.Find(v.name);
-          if (!e || e->record.generation != v.generation) changed.insert(v.name);
-        }
-        Reread(*store, view, changed);
+        st.host_rereads += PollChanges(*store, view, &mark);
         st.refresh_ns += NowNs() - t;
         st.refresh_cpu_ns += CpuNs() - c;
         ++st.polls;
-        st.host_rereads += static_cast<long>(changed.size());
         last_poll = NowNs();
       }
       int64_t t = NowNs(), c = CpuNs();
@@ -1202,31 +1208,28 @@ void Reread(accel::fleet::FleetStore& store, FleetView& view, const std::set<std
           in_error = false;
         }
         held.push_back(c.claim_id);
-        held_hosts.push_back(c.where.host);
       } else {
         ++st.not_committed;
       }
       if (out.retries > 0 || !out.committed) {
-        std::set<std::string> names = {decision.instances[0].chosen.host};
-        for (const accel::fleet::Candidate& alt : decision.instances[0].alternates) names.insert(alt.host);
+        // Others claimed what this view thought free: catch up now (the service's next round
+        // does the same, FleetService::Place).
         t = NowNs();
         c = CpuNs();
-        Reread(*store, view, names);
+        st.host_rereads += PollChanges(*store, view, &mark);
         st.refresh_ns += NowNs() - t;
         st.refresh_cpu_ns += CpuNs() - c;
-        st.host_rereads += static_cast<long>(names.size());
+        ++st.polls;
+        last_poll = NowNs();
       }
       if (cfg.hold > 0 && static_cast<int>(held.size()) > cfg.hold) {
         t = NowNs();
         c = CpuNs();
         store->Release(held.front());
-        Reread(*store, view, {held_hosts.front()});
         st.release_ns += NowNs() - t;
         st.release_cpu_ns += CpuNs() - c;
         ++st.releases;
-        ++st.host_rereads;
         held.erase(held.begin());
-        held_hosts.erase(held_hosts.begin());
       }
     } catch (const accel::SystemError& e) {
       st.in_claim = 0;

@@ -63,6 +63,65 @@ const char* const kSchemaV2[] = {
     "INSERT INTO accel_schema(version) VALUES (2)",
 };
 
+// Version 3: the change feed (fleet_store.h). Rows written before it carry change number 0: a
+// scheduler starts from a Snapshot, whose mark is at least that.
+const char* const kSchemaV3[] = {
+    "ALTER TABLE hosts ADD COLUMN change_number BIGINT NOT NULL DEFAULT 0",
+    "CREATE INDEX hosts_by_change ON hosts(change_number)",
+    // One tombstone per removed name (the latest removal); deleted when the name is added again,
+    // so a name is never both here and in hosts. Kept otherwise: a poller that was away for
+    // any time still learns the host is gone, and the table holds one short row per name.
+    "CREATE TABLE removed_hosts("
+    "  name TEXT PRIMARY KEY,"
+    "  change_number BIGINT NOT NULL)",
+    "CREATE INDEX removed_hosts_by_change ON removed_hosts(change_number)",
+    "INSERT INTO accel_schema(version) VALUES (3)",
+};
+
+// The change number a write stores (fleet_store.h explains both engines' choice).
+const char* ChangeNumberSql(SqlConnection& db) {
+  return db.engine() == SqlEngine::kPostgres
+             ? "pg_current_xact_id()::text::bigint"
+             : "(SELECT coalesce(max(c), 0) + 1 FROM (SELECT max(change_number) AS c FROM hosts "
+               "UNION ALL SELECT max(change_number) FROM removed_hosts))";
+}
+
+// The mark of the snapshot a statement reads in: every change at or below it is visible.
+const char* ChangeMarkSql(SqlConnection& db) {
+  return db.engine() == SqlEngine::kPostgres
+             ? "pg_snapshot_xmin(pg_current_snapshot())::text::bigint - 1"
+             : "(SELECT coalesce(max(c), 0) FROM (SELECT max(change_number) AS c FROM hosts "
+               "UNION ALL SELECT max(change_number) FROM removed_hosts))";
+}
+
+// A PostgreSQL text[] literal of `items` ({"a","b"}), for `= ANY($1::text[])`.
+std::string TextArrayLiteral(const std::vector<std::string>& items) {
+  std::string out = "{";
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i) out += ',';
+    out += '"';
+    for (char c : items[i]) {
+      if (c == '"' || c == '\\') out += '\\';
+      out += c;
+    }
+    out += '"';
+  }
+  return out + "}";
+}
+
+// `column IN (the items)` with the list as one parameter $n, so the statement text (and its
+// prepared statement) is the same for any number of items.
+std::string InListSql(SqlConnection& db, const std::string& column, int n) {
+  const std::string p = "$" + std::to_string(n);
+  return db.engine() == SqlEngine::kPostgres ? column + " = ANY(" + p + "::text[])"
+                                             : column + " IN (SELECT value FROM json_each(" + p + "))";
+}
+
+std::string InListParam(SqlConnection& db, const std::vector<std::string>& items) {
+  if (db.engine() == SqlEngine::kPostgres) return TextArrayLiteral(items);
+  return nlohmann::json(items).dump();
+}
+
 constexpr const char* kHostColumns =
     "name, topology_id, policy, labels, state, generation, heartbeat_at, stale_after_s, updated_at";
 
@@ -99,6 +158,8 @@ int64_t ToInt(const SqlValue& v) { return v ? std::stoll(*v) : 0; }
 void BeginSnapshot(SqlConnection& db) {
   if (db.engine() == SqlEngine::kPostgres) db.Exec("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY");
 }
+
+constexpr const char* kClaimColumns = "id, host, flavor, created_at, placement";
 
 std::string Text(const SqlValue& v) { return v.value_or(""); }
 
@@ -157,19 +218,29 @@ void InsertClaim(SqlConnection& db, const Claim& c) {
   db.Exec("INSERT INTO claims(id, host, flavor, created_at, placement, created_us) VALUES ($1, $2, $3, $4, $5, $6)",
           {c.id, c.host, c.flavor, c.created_at, placement::WritePlacementJson(c.placement), NowMicros()});
   const std::vector<std::string> units = UnitsOf(c.placement);
-  // Multi-row inserts of at most 200 units keep statements (and the statement cache) small.
-  for (size_t start = 0; start < units.size(); start += 200) {
-    const size_t end = std::min(units.size(), start + 200);
-    std::string sql = "INSERT INTO claim_units(host, unit, claim_id) VALUES ";
-    std::vector<SqlValue> params = {c.host, c.id};
-    for (size_t i = start; i < end; ++i) {
-      if (i > start) sql += ", ";
-      sql += "($1, $" + std::to_string(params.size() + 1) + ", $2)";
-      params.push_back(units[i]);
-    }
-    db.Exec(sql, params);
-  }
+  if (units.empty()) return;
+  // One statement text for any number of units: the list travels as one parameter.
+  db.Exec(db.engine() == SqlEngine::kPostgres
+              ? "INSERT INTO claim_units(host, unit, claim_id) SELECT $1, unnest($3::text[]), $2"
+              : "INSERT INTO claim_units(host, unit, claim_id) SELECT $1, value, $2 FROM json_each($3)",
+          {c.host, c.id, InListParam(db, units)});
 }
+
+// PostgreSQL: one claim in one statement — the generation check and bump (with the change
+// number), the claim row and its units. A data-modifying CTE runs to completion whether or not
+// it is read, and the claim and units are inserted only from the row the UPDATE returned, so a
+// stale generation inserts nothing (claimed = 0) and a taken unit fails the whole statement.
+constexpr const char* kClaimStatementPostgres =
+    "WITH bumped AS ("
+    "  UPDATE hosts SET generation = generation + 1, change_number = pg_current_xact_id()::text::bigint"
+    "  WHERE name = $1 AND generation = $2 AND state = 'enabled' RETURNING name),"
+    " claim AS ("
+    "  INSERT INTO claims(id, host, flavor, created_at, placement, created_us)"
+    "  SELECT $3, name, $4, $5, $6, $7::bigint FROM bumped RETURNING id),"
+    " units AS ("
+    "  INSERT INTO claim_units(host, unit, claim_id) SELECT $1, u, id FROM claim, unnest($8::text[]) AS u"
+    "  RETURNING 1)"
+    " SELECT (SELECT count(*) FROM claim), (SELECT count(*) FROM units)";
 
 void MigrateV1ToV2(SqlConnection& db) {
   for (const char* sql : kSchemaV2) db.Exec(sql);
@@ -282,7 +353,9 @@ int FleetStore::Migrate() {
     for (const char* sql : kSchemaV1) db.Exec(sql);
   }
   if (found < 2) MigrateV1ToV2(db);
-  if (db.engine() == SqlEngine::kSqlite) db.Exec("PRAGMA user_version = 2");
+  if (found < 3)
+    for (const char* sql : kSchemaV3) db.Exec(sql);
+  if (db.engine() == SqlEngine::kSqlite) db.Exec("PRAGMA user_version = " + std::to_string(kSchemaVersion));
   tx.Commit();
   return found;
 }
@@ -290,6 +363,14 @@ int FleetStore::Migrate() {
 // --- Inventory ------------------------------------------------------------------------------
 
 namespace {
+
+// A name added again is a host, not a removal. Called after the host row is written: on SQLite
+// the change number is max + 1, and the tombstone may hold the max, so deleting it first would
+// hand the new row a number a poller has already passed. (Likewise RemoveHost writes the
+// tombstone before deleting the row.)
+void DropTombstone(SqlConnection& db, const std::string& name) {
+  db.Exec("DELETE FROM removed_hosts WHERE name = $1", {name});
+}
 
 void PutTopology(SqlConnection& db, const topology::HostTopology& host, std::string* id) {
   *id = TopologyId(host);
@@ -363,10 +444,11 @@ HostRecord FleetStore::AddHost(const HostSpec& spec) {
   const placement::HostPolicy policy = spec.policy.value_or(placement::HostPolicy{});
   const HostAdminState state = spec.state.value_or(HostAdminState::kEnabled);
   try {
-    db.Exec(std::string("INSERT INTO hosts(") + kHostColumns +
-                ") VALUES ($1, $2, $3, $4, $5, 0, NULL, $6, $7)",
+    db.Exec(std::string("INSERT INTO hosts(") + kHostColumns + ", change_number" +
+                ") VALUES ($1, $2, $3, $4, $5, 0, NULL, $6, $7, " + ChangeNumberSql(db) + ")",
             {spec.name, topology_id, HostPolicyToJson(policy).dump(), LabelsJson(spec.set_labels),
              HostAdminStateName(state), std::to_string(spec.stale_after_s.value_or(0)), NowUtc()});
+    DropTombstone(db, spec.name);
   } catch (const SqlConstraintError&) {  // another process added it between our read and insert
     throw InputError("--name", "", "host '" + spec.name + "' is already in the fleet (" + url() + ")",
                      "change it with `accel fleet host update --name " + spec.name + "`");
@@ -393,8 +475,9 @@ HostRecord FleetStore::UpdateHost(const HostSpec& spec) {
   for (const std::string& k : spec.remove_labels) h.labels.erase(k);
   if (spec.state) h.state = *spec.state;
   if (spec.stale_after_s) h.stale_after_s = *spec.stale_after_s;
-  db.Exec("UPDATE hosts SET topology_id = $2, policy = $3, labels = $4, state = $5, stale_after_s = $6, "
-          "updated_at = $7, generation = generation + 1 WHERE name = $1",
+  db.Exec(std::string("UPDATE hosts SET topology_id = $2, policy = $3, labels = $4, state = $5, stale_after_s = $6, "
+                      "updated_at = $7, generation = generation + 1, change_number = ") +
+              ChangeNumberSql(db) + " WHERE name = $1",
           {h.name, h.topology_id, HostPolicyToJson(h.policy).dump(), LabelsJson(h.labels),
            HostAdminStateName(h.state), std::to_string(h.stale_after_s), NowUtc()});
   HostRecord updated = *ReadHost(db, h.name);
@@ -413,10 +496,12 @@ HostRecord FleetStore::UpsertFromAgent(const HostSpec& spec) {
   }
   if (!current) {
     if (!spec.topology) throw InputError("fleet", "", "the agent must report its topology to join the fleet");
-    db.Exec(std::string("INSERT INTO hosts(") + kHostColumns + ") VALUES ($1, $2, $3, $4, 'enabled', 0, $5, $6, $7)",
+    db.Exec(std::string("INSERT INTO hosts(") + kHostColumns + ", change_number) VALUES ($1, $2, $3, $4, 'enabled', 0, $5, $6, $7, " +
+                ChangeNumberSql(db) + ")",
             {spec.name, topology_id, HostPolicyToJson(spec.policy.value_or(placement::HostPolicy{})).dump(),
              LabelsJson(spec.set_labels), std::to_string(NowUnix()),
              std::to_string(spec.stale_after_s.value_or(0)), NowUtc()});
+    DropTombstone(db, spec.name);
   } else {
     HostRecord h = *current;
     if (spec.topology) h.topology_id = topology_id;
@@ -425,8 +510,8 @@ HostRecord FleetStore::UpsertFromAgent(const HostSpec& spec) {
     if (spec.stale_after_s) h.stale_after_s = *spec.stale_after_s;
     const bool changed = h.topology_id != current->topology_id || spec.policy || h.labels != current->labels;
     db.Exec(std::string("UPDATE hosts SET topology_id = $2, policy = $3, labels = $4, stale_after_s = $5, "
-                        "heartbeat_at = $6, updated_at = $7") +
-                (changed ? ", generation = generation + 1" : "") + " WHERE name = $1",
+                        "heartbeat_at = $6, updated_at = $7, change_number = ") +
+                ChangeNumberSql(db) + (changed ? ", generation = generation + 1" : "") + " WHERE name = $1",
             {h.name, h.topology_id, HostPolicyToJson(h.policy).dump(), LabelsJson(h.labels),
              std::to_string(h.stale_after_s), std::to_string(NowUnix()), NowUtc()});
   }
@@ -435,8 +520,12 @@ HostRecord FleetStore::UpsertFromAgent(const HostSpec& spec) {
   return result;
 }
 
+// A heartbeat is a change too: staleness is part of what a scheduler sees of a host. Pollers
+// re-read such a host's row only (its generation did not move, so not its claims).
 bool FleetStore::Heartbeat(const std::string& name) {
-  return db_->Exec("UPDATE hosts SET heartbeat_at = $2 WHERE name = $1", {name, std::to_string(NowUnix())})
+  return db_->Exec(std::string("UPDATE hosts SET heartbeat_at = $2, change_number = ") + ChangeNumberSql(*db_) +
+                       " WHERE name = $1",
+                   {name, std::to_string(NowUnix())})
              .affected > 0;
 }
 
@@ -451,6 +540,9 @@ bool FleetStore::RemoveHost(const std::string& name, bool force) {
                          "`), or pass --force to release them with the host");
   db.Exec("DELETE FROM claim_units WHERE host = $1", {name});
   db.Exec("DELETE FROM claims WHERE host = $1", {name});
+  db.Exec(std::string("INSERT INTO removed_hosts(name, change_number) VALUES ($1, ") + ChangeNumberSql(db) +
+              ") ON CONFLICT (name) DO UPDATE SET change_number = excluded.change_number",
+          {name});
   db.Exec("DELETE FROM hosts WHERE name = $1", {name});
   tx.Commit();
   return true;
@@ -486,12 +578,58 @@ std::vector<HostVersion> FleetStore::HostVersions() {
   return out;
 }
 
+FleetChanges FleetStore::ChangedSince(int64_t change, const std::function<bool(const HostRecord&)>& wants_claims) {
+  SqlConnection& db = *db_;
+  SqlTransaction tx(db, false);
+  BeginSnapshot(db);
+  FleetChanges out;
+  // One statement: the mark (first, so on PostgreSQL its snapshot is the transaction's), the
+  // changed hosts and the removed names.
+  const SqlResult rows = db.Exec(std::string("SELECT 'm', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, ") +
+                                     ChangeMarkSql(db) +
+                                     " UNION ALL SELECT 'h', " + kHostColumns +
+                                     ", NULL FROM hosts WHERE change_number > $1"
+                                     " UNION ALL SELECT 'r', name, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL "
+                                     "FROM removed_hosts WHERE change_number > $1",
+                                 {std::to_string(change)});
+  std::vector<std::string> wanted;
+  for (const SqlRow& row : rows.rows) {
+    const std::string kind = Text(row.at(0));
+    if (kind == "m") {
+      out.change = ToInt(row.at(10));
+    } else if (kind == "r") {
+      out.removed.push_back(Text(row.at(1)));
+    } else {
+      out.hosts.push_back(HostFromRow(url(), SqlRow(row.begin() + 1, row.begin() + 10)));
+      if (!wants_claims || wants_claims(out.hosts.back())) {
+        wanted.push_back(out.hosts.back().name);
+        out.claims[wanted.back()];
+      }
+    }
+  }
+  if (!wanted.empty()) {
+    for (const SqlRow& row : db.Exec(std::string("SELECT ") + kClaimColumns + " FROM claims WHERE " +
+                                         InListSql(db, "host", 1) + " ORDER BY created_us, created_at, id",
+                                     {InListParam(db, wanted)})
+                                 .rows) {
+      Claim c = ClaimFromRow(url(), row);
+      out.claims[c.host].push_back(std::move(c));
+    }
+  }
+  tx.Commit();
+  std::sort(out.hosts.begin(), out.hosts.end(),
+            [](const HostRecord& a, const HostRecord& b) { return a.name < b.name; });
+  return out;
+}
+
 FleetSnapshot FleetStore::Snapshot() {
   SqlConnection& db = *db_;
   SqlTransaction tx(db, false);
   BeginSnapshot(db);
   FleetSnapshot snap;
   snap.taken_at = NowUnix();
+  // First statement: on PostgreSQL it fixes the snapshot whose xmin the mark is.
+  snap.change = ToInt(db.Exec(std::string("SELECT ") + ChangeMarkSql(db)).rows.at(0).at(0));
   for (const SqlRow& row : db.Exec(std::string("SELECT ") + kHostColumns + " FROM hosts ORDER BY name").rows)
     snap.hosts.push_back(HostFromRow(url(), row));
   for (const HostRecord& h : snap.hosts)
@@ -529,7 +667,10 @@ ClaimResult FleetStore::ClaimOnHost(
   // (the UPDATE), or for a host outside the inventory a lock on its name that ends with the
   // transaction. SQLite's write transaction already excludes every other writer.
   const long in_inventory =
-      db.Exec("UPDATE hosts SET generation = generation + 1 WHERE name = $1", {host}).affected;
+      db.Exec(std::string("UPDATE hosts SET generation = generation + 1, change_number = ") + ChangeNumberSql(db) +
+                  " WHERE name = $1",
+              {host})
+          .affected;
   if (in_inventory > 0) {
     const std::string state = Text(db.Exec("SELECT state FROM hosts WHERE name = $1", {host}).rows.at(0).at(0));
     if (state != "enabled") {
@@ -572,7 +713,9 @@ bool FleetStore::Release(const std::string& id) {
   if (r.rows.empty()) return false;
   db.Exec("DELETE FROM claim_units WHERE claim_id = $1", {id});
   db.Exec("DELETE FROM claims WHERE id = $1", {id});
-  db.Exec("UPDATE hosts SET generation = generation + 1 WHERE name = $1", {Text(r.rows[0][0])});
+  db.Exec(std::string("UPDATE hosts SET generation = generation + 1, change_number = ") + ChangeNumberSql(db) +
+              " WHERE name = $1",
+          {Text(r.rows[0][0])});
   tx.Commit();
   return true;
 }
@@ -644,15 +787,47 @@ ClaimBatch::~ClaimBatch() {
 std::string ClaimBatch::TryClaim(const std::string& host, int64_t expected_generation,
                                  const placement::Placement& p, std::string* conflict) {
   SqlConnection& db = *store_.db_;
-  const std::string savepoint = "claim_" + std::to_string(++savepoints_);
-  db.Exec("SAVEPOINT " + savepoint);
-  const long bumped = db.Exec("UPDATE hosts SET generation = generation + 1 "
-                              "WHERE name = $1 AND generation = $2 AND state = 'enabled'",
-                              {host, std::to_string(expected_generation)})
-                          .affected;
-  if (bumped != 1) {
+  // Before the first success there is nothing to keep: no savepoint (two statements fewer for
+  // the common one-instance batch); a refusal by a constraint then starts the batch afresh.
+  const bool savepoint = claimed_ > 0;
+  const std::string name = "claim_" + std::to_string(++savepoints_);
+  if (savepoint) db.Exec("SAVEPOINT " + name);
+  Claim claim{NewClaimId(), host, p.flavor, NowUtc(), p};
+  claim.placement.host = host;
+  bool bumped = false;
+  try {
+    if (db.engine() == SqlEngine::kPostgres) {
+      SqlResult r = db.Exec(kClaimStatementPostgres,
+                            {host, std::to_string(expected_generation), claim.id, claim.flavor, claim.created_at,
+                             placement::WritePlacementJson(claim.placement), NowMicros(),
+                             TextArrayLiteral(UnitsOf(claim.placement))});
+      bumped = ToInt(r.rows.at(0).at(0)) == 1;
+    } else {
+      bumped = db.Exec(std::string("UPDATE hosts SET generation = generation + 1, change_number = ") +
+                           ChangeNumberSql(db) + " WHERE name = $1 AND generation = $2 AND state = 'enabled'",
+                       {host, std::to_string(expected_generation)})
+                   .affected == 1;
+      if (bumped) InsertClaim(db, claim);
+    }
+  } catch (const SqlConstraintError& e) {
+    if (savepoint) {
+      db.Exec("ROLLBACK TO SAVEPOINT " + name);
+      db.Exec("RELEASE SAVEPOINT " + name);
+    } else {
+      // PostgreSQL has aborted the transaction; SQLite kept the UPDATE. Nothing of the batch is
+      // claimed yet, so a new transaction loses nothing. Begin throws SystemError on a lost
+      // connection (the batch is lost then, as documented).
+      open_ = false;
+      db.Rollback();
+      db.Begin(true);
+      open_ = true;
+    }
+    *conflict = "host " + host + ": a unit is taken (" + std::string(e.what()).substr(0, 160) + ")";
+    return "";
+  }
+  if (!bumped) {
     SqlResult r = db.Exec("SELECT generation, state FROM hosts WHERE name = $1", {host});
-    db.Exec("RELEASE SAVEPOINT " + savepoint);
+    if (savepoint) db.Exec("RELEASE SAVEPOINT " + name);
     if (r.rows.empty()) *conflict = "host " + host + " left the fleet";
     else if (Text(r.rows[0][1]) != "enabled") *conflict = "host " + host + " is " + Text(r.rows[0][1]);
     else
@@ -660,17 +835,8 @@ std::string ClaimBatch::TryClaim(const std::string& host, int64_t expected_gener
                   Text(r.rows[0][0]) + ")";
     return "";
   }
-  Claim claim{NewClaimId(), host, p.flavor, NowUtc(), p};
-  claim.placement.host = host;
-  try {
-    InsertClaim(db, claim);
-  } catch (const SqlConstraintError& e) {
-    db.Exec("ROLLBACK TO SAVEPOINT " + savepoint);
-    db.Exec("RELEASE SAVEPOINT " + savepoint);
-    *conflict = "host " + host + ": a unit is taken (" + std::string(e.what()).substr(0, 160) + ")";
-    return "";
-  }
-  db.Exec("RELEASE SAVEPOINT " + savepoint);
+  if (savepoint) db.Exec("RELEASE SAVEPOINT " + name);
+  ++claimed_;
   return claim.id;
 }
 

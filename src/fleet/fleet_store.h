@@ -12,11 +12,32 @@
 //     reached the host meanwhile, no row changes and the claim is refused (pages and shared
 //     vCPUs, which are counts, not units, are guarded this way);
 //   - a claim is one transaction: a process killed at any moment leaves all of it or none.
-// A ClaimBatch holds several claims (accel fleet place --count N) in one transaction, each in a
-// savepoint, so a refused candidate falls back to the next one and the batch commits whole.
+// A ClaimBatch holds several claims (accel fleet place --count N) in one transaction, each after
+// the first in a savepoint, so a refused candidate falls back to the next one and the batch
+// commits whole.
+//
+// The change feed (schema 3): every write that changes what a scheduler sees of a host (a claim,
+// a release, host add/update/upsert, an agent's heartbeat) sets the host row's `change` number,
+// and removing a host leaves a tombstone in removed_hosts with its own change number. A
+// scheduler keeps a high-water mark and asks ChangedSince(mark) for what changed after it,
+// instead of reading every host's version. The numbers:
+//   - SQLite: max(change over hosts and removed_hosts) + 1, computed inside the write
+//     transaction; writers hold the database's write lock, so numbers are handed out in commit
+//     order and the mark is the largest number read.
+//   - PostgreSQL: the writing transaction's 64-bit id (pg_current_xact_id()). Under READ
+//     COMMITTED a transaction that took a number commits whenever it commits, possibly after one
+//     with a larger number that a poller has already seen, so "the largest number read" would
+//     lose it. A sequence or max+1 has that flaw; transaction ids do not: a snapshot's xmin
+//     (pg_snapshot_xmin) is a point below which every transaction has ended, so every row ever
+//     to carry a number below it is already visible, and every later write carries a number
+//     at or above it. The mark ChangedSince returns is xmin - 1 of the snapshot it read in;
+//     rows at or above xmin may come back again on the next poll (cheap: the caller compares
+//     generations), and a transaction left open somewhere in the cluster holds xmin back, which
+//     makes polls re-read more, never miss anything.
 //
 // Schema versions (`accel fleet store migrate`): 1 = the claims table of accel's first claim
-// store; 2 = hosts, topologies (one row per distinct hardware) and claim_units. SQLite stores are
+// store; 2 = hosts, topologies (one row per distinct hardware) and claim_units; 3 = the change
+// feed (hosts.change, removed_hosts). SQLite stores are
 // migrated when opened (one box, one user); a PostgreSQL store shared by many schedulers is
 // migrated only by `accel fleet store migrate`, and opening an older one says so.
 //
@@ -78,6 +99,23 @@ struct FleetSnapshot {
   std::map<std::string, std::shared_ptr<const topology::HostTopology>> topologies;
   std::vector<Claim> claims;      ///< live claims, oldest first
   int64_t taken_at = 0;           ///< unix seconds when read (for staleness)
+  /// The change feed's mark of this snapshot: pass it to ChangedSince to learn what changed
+  /// after it.
+  int64_t change = 0;
+};
+
+/// What FleetStore::ChangedSince returns: every host written after a mark, read in one snapshot.
+struct FleetChanges {
+  /// Hosts added, updated, claimed on, released on or heartbeating after the mark, by name
+  /// (may repeat hosts the caller already knows at the same generation; see the header comment).
+  std::vector<HostRecord> hosts;
+  /// Hosts removed after the mark (never also in `hosts`).
+  std::vector<std::string> removed;
+  /// The live claims, oldest first, of each host in `hosts` that the caller asked claims for
+  /// (every one of them with no filter); a host without claims maps to an empty list.
+  std::map<std::string, std::vector<Claim>> claims;
+  /// The mark to pass next time.
+  int64_t change = 0;
 };
 
 /// One host's state as a scheduler refreshes it: what changes with every claim, release and
@@ -96,7 +134,7 @@ std::string DefaultStatePath();
 class FleetStore {
  public:
   /// The schema version this accel writes.
-  static constexpr int kSchemaVersion = 2;
+  static constexpr int kSchemaVersion = 3;
 
   /// Opens the store at `url` (see store_url.h). SQLite: creates the file, its directory and
   /// the schema, migrating an older file. PostgreSQL: connects and checks the schema.
@@ -140,11 +178,19 @@ class FleetStore {
   std::vector<HostRecord> ListHosts();
   /// The hardware `id` (cached after the first read). Throws InputError when absent.
   std::shared_ptr<const topology::HostTopology> Topology(const std::string& id);
-  /// Every host's name, generation and heartbeat (cheap: what a service polls to see what
-  /// changed).
+  /// Every host's name, generation and heartbeat.
   std::vector<HostVersion> HostVersions();
 
-  /// Hosts, their hardware and every live claim, read consistently.
+  /// What changed after `change` (a mark from Snapshot or an earlier ChangedSince): the hosts
+  /// written since, the names removed since, and the live claims of those changed hosts for
+  /// which `wants_claims` returns true (all of them when it is empty), all read in one snapshot,
+  /// in three statements whatever the number of hosts. A caller that applies the answer to a
+  /// view made from the snapshot or answer the mark came from has every change (see the header
+  /// comment). Throws SystemError when the store fails, InputError for an unreadable row.
+  FleetChanges ChangedSince(int64_t change,
+                            const std::function<bool(const HostRecord&)>& wants_claims = {});
+
+  /// Hosts, their hardware and every live claim, read consistently, with the change feed's mark.
   FleetSnapshot Snapshot();
 
   // --- Claims -----------------------------------------------------------------------------
@@ -187,9 +233,11 @@ class FleetStore {
   std::map<std::string, std::shared_ptr<const topology::HostTopology>> topology_cache_;
 };
 
-/// Several claims made all or nothing, in one transaction; each TryClaim in a savepoint so a
-/// refused candidate costs nothing and the caller tries its next. Destroying an uncommitted
-/// batch rolls every claim of it back.
+/// Several claims made all or nothing, in one transaction. A refused candidate costs nothing and
+/// the caller tries its next: until the first claim succeeds there is nothing to keep, so a
+/// refusal by a unique constraint rolls the transaction back and begins a new one (no savepoint:
+/// a one-instance request runs BEGIN, one claim statement, COMMIT on PostgreSQL); later claims
+/// run in a savepoint each. Destroying an uncommitted batch rolls every claim of it back.
 class ClaimBatch {
  public:
   explicit ClaimBatch(FleetStore& store);
@@ -212,6 +260,7 @@ class ClaimBatch {
   FleetStore& store_;
   bool open_ = false;
   int savepoints_ = 0;
+  int claimed_ = 0;  ///< successful TryClaims so far
 };
 
 /// The units a placement holds, as claim_units keys: "cpu:N" for each host CPU it consumes

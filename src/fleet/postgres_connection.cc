@@ -3,10 +3,17 @@
 // Statements run in a pqxx::nontransaction, with BEGIN/COMMIT sent as SQL, so the store's code
 // is the same on both engines. A broken connection is dropped; the next call connects again, so
 // a database restart fails the requests made during it and nothing after.
+//
+// Every statement with parameters runs as a prepared statement, prepared on its first use on
+// this connection (a cache keyed by the SQL text; the store's statement texts are fixed, so the
+// cache stays small): the server parses and plans a claim's statements once per connection,
+// not once per claim. A new connection starts with an empty cache, since the server forgot the
+// old one's statements.
 #include <pqxx/pqxx>
 
 #include <memory>
 #include <string>
+#include <unordered_map>
 
 #include "common/error.h"
 #include "fleet/sql_connection.h"
@@ -36,9 +43,10 @@ class PostgresConnection final : public SqlConnection {
     for (const SqlValue& v : params) values.push_back(v ? v->c_str() : nullptr);
     try {
       pqxx::nontransaction tx(*conn_);
-      pqxx::result r = values.empty()
-                           ? tx.exec(sql)
-                           : tx.exec_params(sql, pqxx::prepare::make_dynamic_params(values));
+      const std::string* prepared = values.empty() ? nullptr : PreparedName(sql);
+      pqxx::result r = prepared ? tx.exec_prepared(*prepared, pqxx::prepare::make_dynamic_params(values))
+                       : values.empty() ? tx.exec(sql)
+                                        : tx.exec_params(sql, pqxx::prepare::make_dynamic_params(values));
       SqlResult result;
       result.affected = static_cast<long>(r.affected_rows());
       result.rows.reserve(r.size());
@@ -105,6 +113,7 @@ class PostgresConnection final : public SqlConnection {
       throw SystemError("lost the connection to the store in a transaction", url_,
                         "the server rolled it back", kReachHint);
     try {
+      prepared_.clear();
       conn_ = std::make_unique<pqxx::connection>(conninfo_);
     } catch (const std::exception& e) {
       conn_.reset();
@@ -112,11 +121,28 @@ class PostgresConnection final : public SqlConnection {
     }
   }
 
-  void Drop() noexcept { conn_.reset(); }
+  void Drop() noexcept {
+    conn_.reset();
+    prepared_.clear();
+  }
+
+  // The name `sql` is prepared under on this connection, registering it on first use (libpqxx
+  // sends the PREPARE with the first exec_prepared, and again after a failed one); nullptr past
+  // kMaxPrepared texts, which then run unprepared: nothing the store runs gets there, but a bug
+  // must not grow the server's memory without bound.
+  const std::string* PreparedName(const std::string& sql) {
+    if (auto it = prepared_.find(sql); it != prepared_.end()) return &it->second;
+    constexpr size_t kMaxPrepared = 256;
+    if (prepared_.size() >= kMaxPrepared) return nullptr;
+    std::string name = "accel_" + std::to_string(prepared_.size() + 1);
+    conn_->prepare(name, sql);
+    return &prepared_.emplace(sql, std::move(name)).first->second;
+  }
 
   std::string conninfo_;
   std::string url_;
   std::unique_ptr<pqxx::connection> conn_;
+  std::unordered_map<std::string, std::string> prepared_;  ///< SQL text -> prepared name on conn_
   bool in_transaction_ = false;  ///< between Begin and Commit/Rollback
 };
 

@@ -184,7 +184,9 @@ FleetService::FleetService(ServiceOptions options)
     : options_(std::move(options)), latency_buckets_(std::size(kLatencyBuckets), 0) {
   pool_ = std::make_unique<Pool>(options_.store_url, options_.connections);
   refresher_store_ = FleetStore::Open(options_.store_url);
-  view_ = FleetView::FromSnapshot(refresher_store_->Snapshot());
+  FleetSnapshot snapshot = refresher_store_->Snapshot();
+  change_mark_ = snapshot.change;
+  view_ = FleetView::FromSnapshot(snapshot);
   refreshed_at_ = NowUnix();
   RecomputeCapacity();
 }
@@ -214,30 +216,46 @@ bool FleetService::RefreshNow() {
 }
 
 void FleetService::RefreshChanged(FleetStore& store) {
-  std::vector<HostVersion> versions = store.HostVersions();
-  std::vector<std::string> changed;
-  std::set<std::string> present;
-  {
+  // Claims only for hosts whose generation moved (or that are new): a heartbeat, or a row the
+  // feed returns again (fleet_store.h), changes the record only.
+  auto wants_claims = [this](const HostRecord& r) {
     std::shared_lock<std::shared_mutex> lock(view_mu_);
-    for (const HostVersion& v : versions) {
-      present.insert(v.name);
-      const HostEntry* e = view_.Find(v.name);
-      if (!e || e->record.generation != v.generation) changed.push_back(v.name);
-    }
+    const HostEntry* e = view_.Find(r.name);
+    return !e || e->record.generation != r.generation;
+  };
+  FleetChanges changes = store.ChangedSince(change_mark_.load(), wants_claims);
+  std::vector<HostEntry> fresh;
+  for (const HostRecord& r : changes.hosts) {
+    auto it = changes.claims.find(r.name);
+    if (it == changes.claims.end()) continue;
+    std::vector<const Claim*> ptrs;
+    for (const Claim& c : it->second) ptrs.push_back(&c);
+    fresh.push_back(MakeHostEntry(r, store.Topology(r.topology_id), ptrs));
   }
-  RefreshHosts(store, changed);
   std::unique_lock<std::shared_mutex> lock(view_mu_);
-  std::vector<std::string> gone;
-  for (const HostEntry& e : view_.hosts())
-    if (!present.count(e.record.name)) gone.push_back(e.record.name);
-  for (const std::string& name : gone) view_.Remove(name);
-  // Heartbeats bump no generation: take them from the versions.
-  for (const HostVersion& v : versions) {
-    const int i = view_.IndexOf(v.name);
-    if (i < 0 || view_.hosts()[i].record.heartbeat_at == v.heartbeat_at) continue;
-    HostEntry e = view_.hosts()[i];
-    e.record.heartbeat_at = v.heartbeat_at;
+  for (HostEntry& e : fresh) {
+    // Two refreshes may race (the refresher and a request's own): keep the newer host.
+    const HostEntry* known = view_.Find(e.record.name);
+    if (known && known->record.generation > e.record.generation) continue;
     view_.Upsert(std::move(e));
+  }
+  for (const std::string& name : changes.removed) view_.Remove(name);
+  // Same generation: heartbeats (and stale_after_s from an agent's upsert) only.
+  for (const HostRecord& r : changes.hosts) {
+    if (changes.claims.count(r.name)) continue;
+    const int i = view_.IndexOf(r.name);
+    if (i < 0) continue;
+    const HostRecord& known = view_.hosts()[i].record;
+    if (known.generation != r.generation ||
+        (known.heartbeat_at == r.heartbeat_at && known.stale_after_s == r.stale_after_s))
+      continue;
+    HostEntry e = view_.hosts()[i];
+    e.record.heartbeat_at = r.heartbeat_at;
+    e.record.stale_after_s = r.stale_after_s;
+    view_.Upsert(std::move(e));
+  }
+  int64_t mark = change_mark_.load();
+  while (changes.change > mark && !change_mark_.compare_exchange_weak(mark, changes.change)) {
   }
   view_.set_taken_at(NowUnix());
 }

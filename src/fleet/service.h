@@ -100,8 +100,10 @@ class FleetService {
   ServiceReply Release(const std::vector<std::string>& ids, bool single);
   ServiceReply Hosts(const ServiceRequest& r);
   ServiceReply Page();
-  /// Reads the hosts' versions through `store` and reloads the ones that changed, drops the ones
-  /// gone, takes new heartbeats. Throws what the store throws.
+  /// Asks `store` what changed after change_mark_ (FleetStore::ChangedSince: one statement when
+  /// nothing did, plus one for the claims of hosts whose generation moved), reloads those hosts,
+  /// drops the removed ones, takes new heartbeats, and advances the mark. Throws what the store
+  /// throws (the mark stays then).
   void RefreshChanged(FleetStore& store);
   /// Reloads `names` from the store into the view (after this replica claimed or released).
   void RefreshHosts(FleetStore& store, const std::vector<std::string>& names);
@@ -114,6 +116,8 @@ class FleetService {
 
   mutable std::shared_mutex view_mu_;
   FleetView view_;                    ///< guarded by view_mu_
+  /// The change feed's mark view_ is current to (FleetStore::ChangedSince); only grows.
+  std::atomic<int64_t> change_mark_{0};
   CapacityReport capacity_;           ///< guarded by view_mu_; of options_.capacity_flavors
   std::chrono::steady_clock::time_point capacity_at_{};  ///< refresher thread only
 

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <map>
 #include <random>
 #include <string>
 #include <thread>
@@ -222,6 +223,163 @@ TEST_F(FleetStorePostgres, AServerRestartFailsRequestsClearlyAndTheNextOneWorks)
   EXPECT_EQ(store->ListClaims().size(), 1u);
   EXPECT_TRUE(PlaceAndClaim(*store, req, ""));
   EXPECT_EQ(store->ListClaims().size(), 2u);
+  EXPECT_TRUE(store->Audit().empty());
+}
+
+// A version-2 store (made by migrating to the current version and dropping what version 3 added,
+// which leaves exactly version 2's tables and rows) needs `migrate`, keeps its hosts and claims,
+// and then answers ChangedSince.
+TEST_F(FleetStorePostgres, AVersion2StoreIsMigratedToTheChangeFeed) {
+  FleetStore::OpenForMigration(url_)->Migrate();
+  AddH100Hosts(*FleetStore::Open(url_), 2);
+  {
+    auto store = FleetStore::Open(url_);
+    ASSERT_TRUE(PlaceAndClaim(*store, Request("gpu-1g.yaml"), ""));
+  }
+  pg_->Query("ALTER TABLE hosts DROP COLUMN change_number", "fleet");
+  pg_->Query("DROP TABLE removed_hosts", "fleet");
+  pg_->Query("DELETE FROM accel_schema WHERE version = 3", "fleet");
+  EXPECT_EQ(FleetStore::OpenForMigration(url_)->SchemaVersion(), 2);
+  EXPECT_THROW(FleetStore::Open(url_), InputError);  // needs `accel fleet store migrate`
+  EXPECT_EQ(FleetStore::OpenForMigration(url_)->Migrate(), 2);
+  auto store = FleetStore::Open(url_);
+  EXPECT_EQ(store->SchemaVersion(), 3);
+  const FleetSnapshot snap = store->Snapshot();
+  ASSERT_EQ(snap.hosts.size(), 2u);
+  ASSERT_EQ(snap.claims.size(), 1u);
+  EXPECT_TRUE(store->ChangedSince(snap.change).hosts.empty());
+  ASSERT_TRUE(store->Release(snap.claims[0].id));
+  FleetChanges changes = store->ChangedSince(snap.change);
+  ASSERT_EQ(changes.hosts.size(), 1u);
+  EXPECT_EQ(changes.hosts[0].name, snap.claims[0].host);
+  EXPECT_TRUE(changes.claims.at(snap.claims[0].host).empty());
+  ASSERT_TRUE(store->RemoveHost("gpu-100", false));
+  EXPECT_EQ(store->ChangedSince(changes.change).removed, std::vector<std::string>{"gpu-100"});
+  EXPECT_TRUE(store->Audit().empty());
+}
+
+// The case a sequence or "largest number seen" gets wrong under READ COMMITTED: a transaction
+// takes its change number, another takes a larger one and commits first, a poller reads then.
+// The first one's commit must still reach the poller.
+TEST_F(FleetStorePostgres, ChangedSinceSeesATransactionThatCommitsAfterALaterOne) {
+  FleetStore::OpenForMigration(url_)->Migrate();
+  auto slow = FleetStore::Open(url_);
+  auto fast = FleetStore::Open(url_);
+  auto poller = FleetStore::Open(url_);
+  AddH100Hosts(*slow, 2);
+  const FleetSnapshot snap = poller->Snapshot();
+  placement::PlacementRequest req = Request("gpu-1g.yaml");
+  auto decide = [&](FleetStore& store, const std::string& host) {
+    FleetView view = FleetView::FromSnapshot(store.Snapshot());
+    ScheduleOptions o;
+    ScheduleResult d = Schedule(view, req, o);
+    EXPECT_TRUE(d.all_placed);
+    const int i = view.IndexOf(host);
+    EXPECT_GE(i, 0);
+    return std::make_pair(view.hosts()[i].record.generation, d.instances.at(0).chosen.placement);
+  };
+  auto [gen100, p100] = decide(*slow, "gpu-100");
+  auto [gen101, p101] = decide(*fast, "gpu-101");
+  p100.host = "gpu-100";
+  p101.host = "gpu-101";
+  ClaimBatch first(*slow);
+  std::string conflict;
+  ASSERT_FALSE(first.TryClaim("gpu-100", gen100, p100, &conflict).empty()) << conflict;  // number taken
+  {
+    ClaimBatch second(*fast);
+    ASSERT_FALSE(second.TryClaim("gpu-101", gen101, p101, &conflict).empty()) << conflict;
+    second.Commit();  // a larger number, committed first
+  }
+  FleetChanges seen = poller->ChangedSince(snap.change);
+  ASSERT_EQ(seen.hosts.size(), 1u);
+  EXPECT_EQ(seen.hosts[0].name, "gpu-101");
+  first.Commit();
+  FleetChanges later = poller->ChangedSince(seen.change);
+  bool saw100 = false;
+  for (const HostRecord& h : later.hosts) saw100 = saw100 || h.name == "gpu-100";
+  EXPECT_TRUE(saw100) << "the mark moved past the slower transaction's change";
+  EXPECT_EQ(later.claims.at("gpu-100").size(), 1u);
+}
+
+// Writers in other processes claim and release while a poller follows them with ChangedSince
+// only; when the writers are done, one more poll must leave the poller's picture equal to a
+// fresh snapshot.
+TEST_F(FleetStorePostgres, APollerFollowingConcurrentWritersMissesNothing) {
+  FleetStore::OpenForMigration(url_)->Migrate();
+  AddH100Hosts(*FleetStore::Open(url_), 4);
+  auto poller = FleetStore::Open(url_);
+  const FleetSnapshot snap = poller->Snapshot();
+  std::map<std::string, std::pair<int64_t, std::vector<std::string>>> picture;  // host -> (generation, claims)
+  for (const HostRecord& h : snap.hosts) picture[h.name].first = h.generation;
+  for (const Claim& c : snap.claims) picture[c.host].second.push_back(c.id);
+  int64_t mark = snap.change;
+  auto poll = [&] {
+    FleetChanges ch = poller->ChangedSince(mark);
+    for (const std::string& name : ch.removed) picture.erase(name);
+    for (const HostRecord& h : ch.hosts) {
+      std::vector<std::string> ids;
+      for (const Claim& c : ch.claims.at(h.name)) ids.push_back(c.id);
+      picture[h.name] = {h.generation, ids};
+    }
+    mark = ch.change;
+  };
+  std::vector<pid_t> pids;
+  for (int w = 0; w < 4; ++w) {
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      int code = 0;
+      try {
+        auto store = FleetStore::Open(url_);
+        placement::PlacementRequest req = Request("gpu-1g.yaml");
+        std::mt19937 rng(w);
+        for (int i = 0; i < 25; ++i) {
+          if (!PlaceAndClaim(*store, req, std::to_string(w)) || rng() % 3 == 0) {
+            std::vector<Claim> all = store->ListClaims();
+            if (!all.empty()) store->Release(all[rng() % all.size()].id);
+          }
+        }
+      } catch (const std::exception& e) {
+        fprintf(stderr, "writer: %s\n", e.what());
+        code = 1;
+      }
+      _exit(code);
+    }
+    pids.push_back(pid);
+  }
+  int polls = 0;
+  for (;;) {
+    poll();
+    ++polls;
+    bool running = false;
+    for (pid_t pid : pids) running = running || waitpid(pid, nullptr, WNOHANG) == 0;
+    if (!running) break;
+  }
+  poll();
+  std::map<std::string, std::pair<int64_t, std::vector<std::string>>> truth;
+  const FleetSnapshot end = poller->Snapshot();
+  for (const HostRecord& h : end.hosts) truth[h.name].first = h.generation;
+  for (const Claim& c : end.claims) truth[c.host].second.push_back(c.id);
+  EXPECT_EQ(picture, truth) << "after " << polls << " polls";
+  EXPECT_GT(polls, 1);
+}
+
+// Statements are prepared once per connection; a server restart drops them with the connection,
+// and the next connection prepares them again (no "prepared statement does not exist").
+TEST_F(FleetStorePostgres, PreparedStatementsAreMadeAgainAfterARestart) {
+  FleetStore::OpenForMigration(url_)->Migrate();
+  auto store = FleetStore::Open(url_);
+  AddH100Hosts(*store, 2);
+  placement::PlacementRequest req = Request("gpu-1g.yaml");
+  ASSERT_TRUE(PlaceAndClaim(*store, req, ""));
+  ASSERT_TRUE(PlaceAndClaim(*store, req, ""));
+  pg_->Restart();
+  EXPECT_THROW(store->ListClaims(), SystemError);  // the old connection is gone
+  EXPECT_TRUE(PlaceAndClaim(*store, req, ""));      // new connection: prepares again
+  EXPECT_TRUE(PlaceAndClaim(*store, req, ""));
+  const FleetChanges all = store->ChangedSince(-1);
+  EXPECT_EQ(all.hosts.size(), 2u);
+  EXPECT_EQ(store->ListClaims().size(), 4u);
   EXPECT_TRUE(store->Audit().empty());
 }
 

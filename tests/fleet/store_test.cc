@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 
 #include <gtest/gtest.h>
@@ -23,6 +24,7 @@
 #include "fleet/scheduler.h"
 #include "fleet/store_url.h"
 #include "placement/placement_json.h"
+#include "topology/host_json.h"
 
 namespace accel::fleet {
 namespace {
@@ -658,8 +660,8 @@ TEST_F(FleetStoreTest, Version1StoreIsMigratedOnOpenAndItsUnitsGuarded) {
     EXPECT_EQ(store->SchemaVersion(), 1);
   }
   auto store = FleetStore::Open(url_);
-  EXPECT_EQ(store->SchemaVersion(), 2);
-  EXPECT_EQ(QueryInt(*store, "PRAGMA user_version"), 2);
+  EXPECT_EQ(store->SchemaVersion(), FleetStore::kSchemaVersion);
+  EXPECT_EQ(QueryInt(*store, "PRAGMA user_version"), FleetStore::kSchemaVersion);
   const std::vector<Claim> listed = store->ListClaims();
   ASSERT_EQ(listed.size(), 2u);
   for (size_t i = 0; i < claims.size(); ++i) {
@@ -684,7 +686,7 @@ TEST_F(FleetStoreTest, Version1StoreIsMigratedOnOpenAndItsUnitsGuarded) {
   EXPECT_FALSE(again.claimed());
   store.reset();
   EXPECT_EQ(FleetStore::Open(url_)->ListClaims().size(), 2u);  // opening again changes nothing
-  EXPECT_EQ(FleetStore::OpenForMigration(url_)->Migrate(), 2);
+  EXPECT_EQ(FleetStore::OpenForMigration(url_)->Migrate(), FleetStore::kSchemaVersion);
 }
 
 TEST_F(FleetStoreTest, Version1StoreThatDoubleBooksIsNotMigrated) {
@@ -703,10 +705,62 @@ TEST_F(FleetStoreTest, Version1StoreThatDoubleBooksIsNotMigrated) {
   EXPECT_EQ(QueryInt(*store, "SELECT count(*) FROM sqlite_master WHERE name = 'claim_units'"), 0);
 }
 
+// A store as schema version 2 left it (hosts without change numbers, no removed_hosts), with one
+// host and one claim: what the v3 migration starts from.
+void WriteVersion2Store(const std::string& path, const std::string& host_json, const Claim& claim) {
+  Sqlite(path,
+         "CREATE TABLE claims(id TEXT PRIMARY KEY, host TEXT NOT NULL, flavor TEXT NOT NULL, created_at TEXT NOT NULL,"
+         " placement TEXT NOT NULL);"
+         "CREATE INDEX claims_by_host ON claims(host);"
+         "CREATE TABLE accel_schema(version INTEGER NOT NULL);"
+         "CREATE TABLE topologies(id TEXT PRIMARY KEY, body TEXT NOT NULL);"
+         "CREATE TABLE hosts(name TEXT PRIMARY KEY, topology_id TEXT NOT NULL REFERENCES topologies(id),"
+         " policy TEXT NOT NULL, labels TEXT NOT NULL,"
+         " state TEXT NOT NULL CHECK (state IN ('enabled', 'disabled', 'maintenance')),"
+         " generation BIGINT NOT NULL DEFAULT 0, heartbeat_at BIGINT, stale_after_s BIGINT NOT NULL DEFAULT 0,"
+         " updated_at TEXT NOT NULL);"
+         "CREATE TABLE claim_units(host TEXT NOT NULL, unit TEXT NOT NULL,"
+         " claim_id TEXT NOT NULL REFERENCES claims(id) ON DELETE CASCADE, PRIMARY KEY (host, unit));"
+         "CREATE INDEX claim_units_by_claim ON claim_units(claim_id);"
+         "ALTER TABLE claims ADD COLUMN created_us BIGINT NOT NULL DEFAULT 0;"
+         "INSERT INTO accel_schema(version) VALUES (2);"
+         "INSERT INTO topologies VALUES ('t1', " + Quote(host_json) + ");"
+         "INSERT INTO hosts VALUES (" + Quote(claim.host) + ", 't1', '{}', '{}', 'enabled', 1, NULL, 0,"
+         " '2024-05-01T12:00:00Z');"
+         "INSERT INTO claims VALUES (" + Quote(claim.id) + ", " + Quote(claim.host) + ", " + Quote(claim.flavor) +
+         ", " + Quote(claim.created_at) + ", " + Quote(placement::WritePlacementJson(claim.placement)) + ", 1);"
+         "PRAGMA user_version = 2;");
+  for (const std::string& unit : UnitsOf(claim.placement))
+    Sqlite(path, "INSERT INTO claim_units VALUES (" + Quote(claim.host) + ", " + Quote(unit) + ", " + Quote(claim.id) + ")");
+}
+
+TEST_F(FleetStoreTest, Version2StoreGetsTheChangeFeedOnOpen) {
+  const Claim claim = TwoGpuClaimsOn("hgx", false).at(0);
+  WriteVersion2Store(path_, topology::ToJson(Anonymized(Fixture("hgx-h100"))), claim);
+  EXPECT_EQ(FleetStore::OpenForMigration(url_)->SchemaVersion(), 2);
+  auto store = FleetStore::Open(url_);
+  EXPECT_EQ(store->SchemaVersion(), 3);
+  EXPECT_EQ(QueryInt(*store, "PRAGMA user_version"), 3);
+  // Old rows carry change number 0: a snapshot's mark covers them, and changes come after it.
+  const FleetSnapshot snap = store->Snapshot();
+  ASSERT_EQ(snap.hosts.size(), 1u);
+  ASSERT_EQ(snap.claims.size(), 1u);
+  EXPECT_TRUE(store->ChangedSince(snap.change).hosts.empty());
+  EXPECT_EQ(store->ChangedSince(-1).hosts.size(), 1u);
+  EXPECT_TRUE(store->Release(claim.id));
+  FleetChanges changes = store->ChangedSince(snap.change);
+  ASSERT_EQ(changes.hosts.size(), 1u);
+  EXPECT_EQ(changes.hosts[0].generation, 2);
+  EXPECT_TRUE(changes.claims.at("hgx").empty());
+  EXPECT_EQ(store->Audit(), std::vector<std::string>{});
+  EXPECT_EQ(FleetStore::OpenForMigration(url_)->Migrate(), 3);  // again: nothing to do
+}
+
 TEST_F(FleetStoreTest, NewerSchemaVersionIsRefused) {
   {
     auto store = FleetStore::Open(url_);
-    store->connection().Exec("INSERT INTO accel_schema(version) VALUES (3)");
+    store->connection().Exec("INSERT INTO accel_schema(version) VALUES ($1)",
+                             {std::to_string(FleetStore::kSchemaVersion + 1)});
   }
   try {
     FleetStore::Open(url_);
@@ -716,6 +770,173 @@ TEST_F(FleetStoreTest, NewerSchemaVersionIsRefused) {
     EXPECT_NE(e.where().find(path_), std::string::npos) << e.what();
   }
   EXPECT_THROW(FleetStore::OpenForMigration(url_)->Migrate(), InputError);
+}
+
+// --- The change feed -------------------------------------------------------------------
+
+// Applies ChangedSince answers to a map of name -> (generation, heartbeat, claim ids), as a
+// scheduler's view would be; compared with a fresh Snapshot after every step.
+struct PolledFleet {
+  struct Host {
+    int64_t generation = 0;
+    std::optional<int64_t> heartbeat_at;
+    std::vector<std::string> claims;
+    bool operator==(const Host& o) const {
+      return generation == o.generation && heartbeat_at == o.heartbeat_at && claims == o.claims;
+    }
+  };
+  std::map<std::string, Host> hosts;
+  int64_t mark = 0;
+  int polls_with_claims = 0;
+
+  static PolledFleet Of(const FleetSnapshot& snap) {
+    PolledFleet f;
+    f.mark = snap.change;
+    for (const HostRecord& h : snap.hosts) f.hosts[h.name] = {h.generation, h.heartbeat_at, {}};
+    for (const Claim& c : snap.claims) f.hosts[c.host].claims.push_back(c.id);
+    return f;
+  }
+  void Poll(FleetStore& store) {
+    FleetChanges ch = store.ChangedSince(mark, [&](const HostRecord& r) {
+      auto it = hosts.find(r.name);
+      return it == hosts.end() || it->second.generation != r.generation;
+    });
+    for (const std::string& name : ch.removed) hosts.erase(name);
+    for (const HostRecord& r : ch.hosts) {
+      auto c = ch.claims.find(r.name);
+      if (c == ch.claims.end()) {
+        hosts.at(r.name).heartbeat_at = r.heartbeat_at;  // same generation: the record only
+        continue;
+      }
+      ++polls_with_claims;
+      Host h{r.generation, r.heartbeat_at, {}};
+      for (const Claim& claim : c->second) h.claims.push_back(claim.id);
+      hosts[r.name] = h;
+    }
+    EXPECT_GE(ch.change, mark);
+    mark = ch.change;
+  }
+};
+
+TEST_F(FleetStoreTest, ChangedSinceFollowsClaimsReleasesHostsHeartbeatsAndRemovals) {
+  auto store = FleetStore::Open(url_);
+  store->AddHost(Spec("a", "hgx-h100"));
+  store->AddHost(Spec("b", "hgx-h100"));
+  PolledFleet polled = PolledFleet::Of(store->Snapshot());
+  auto expect_current = [&](const std::string& step) {
+    polled.Poll(*store);
+    EXPECT_EQ(polled.hosts, PolledFleet::Of(store->Snapshot()).hosts) << step;
+  };
+  EXPECT_TRUE(store->ChangedSince(polled.mark).hosts.empty());
+  const std::string c1 = ClaimWithEngine(*store, "a");
+  ASSERT_FALSE(c1.empty());
+  expect_current("claim on a");
+  {
+    ClaimBatch batch(*store);
+    std::string conflict;
+    const HostRecord b = *store->GetHost("b");
+    placement::HostUsage none;
+    ASSERT_FALSE(batch.TryClaim("b", b.generation, *EnginePlacement(*store, "b", none, OneGpu()), &conflict).empty())
+        << conflict;
+    batch.Commit();
+  }
+  expect_current("batch claim on b");
+  store->Release(c1);
+  expect_current("release on a");
+  HostSpec label = Spec("b", "hgx-h100", {{"az", "x"}});
+  label.topology.reset();
+  store->UpdateHost(label);
+  expect_current("update b");
+  store->AddHost(Spec("c", "hgx-h100"));
+  expect_current("add c");
+  const int with_claims = polled.polls_with_claims;
+  ASSERT_TRUE(store->Heartbeat("c"));
+  // A heartbeat moves the change number, not the generation: the row comes back, not its claims.
+  FleetChanges hb = store->ChangedSince(polled.mark, [](const HostRecord&) { return false; });
+  ASSERT_EQ(hb.hosts.size(), 1u);
+  EXPECT_EQ(hb.hosts[0].name, "c");
+  EXPECT_TRUE(hb.hosts[0].heartbeat_at.has_value());
+  EXPECT_TRUE(hb.claims.empty());
+  expect_current("heartbeat c");
+  EXPECT_EQ(polled.polls_with_claims, with_claims);
+  ASSERT_TRUE(store->RemoveHost("b", true));
+  FleetChanges rm = store->ChangedSince(polled.mark);
+  EXPECT_EQ(rm.removed, std::vector<std::string>{"b"});
+  EXPECT_TRUE(rm.hosts.empty());
+  expect_current("remove b with its claim");
+  store->AddHost(Spec("b", "hgx-h100"));  // the same name again: a host, no tombstone
+  FleetChanges back = store->ChangedSince(-1);
+  EXPECT_TRUE(back.removed.empty());
+  EXPECT_EQ(back.hosts.size(), 3u);
+  expect_current("b added again");
+  HostSpec agent = Spec("d", "hgx-h100");
+  store->UpsertFromAgent(agent);
+  expect_current("agent d joins");
+  store->UpsertFromAgent(agent);  // unchanged: heartbeat only
+  expect_current("agent d heartbeats through upsert");
+  EXPECT_TRUE(store->ChangedSince(polled.mark).hosts.empty());
+  EXPECT_TRUE(store->ChangedSince(polled.mark).removed.empty());
+}
+
+TEST_F(FleetStoreTest, ChangeFeedStaysCurrentOverRandomWrites) {
+  auto store = FleetStore::Open(url_);
+  for (const char* n : {"h1", "h2", "h3", "h4"}) store->AddHost(Spec(n, "hgx-h100"));
+  PolledFleet polled = PolledFleet::Of(store->Snapshot());
+  std::mt19937 rng(7);
+  const std::vector<std::string> names = {"h1", "h2", "h3", "h4", "h5"};
+  for (int step = 0; step < 120; ++step) {
+    const std::string name = names[rng() % names.size()];
+    const bool present = store->GetHost(name).has_value();
+    switch (rng() % 6) {
+      case 0:
+      case 1:
+        if (present) ClaimWithEngine(*store, name);
+        break;
+      case 2: {
+        std::vector<Claim> claims = store->ListClaims(name);
+        if (!claims.empty()) store->Release(claims[rng() % claims.size()].id);
+        break;
+      }
+      case 3:
+        if (present) store->Heartbeat(name);
+        break;
+      case 4:
+        if (present) store->RemoveHost(name, true);
+        else store->AddHost(Spec(name, "hgx-h100"));
+        break;
+      default:
+        break;
+    }
+    if (rng() % 3 == 0) {  // poll now and then: several writes between polls
+      polled.Poll(*store);
+      ASSERT_EQ(polled.hosts, PolledFleet::Of(store->Snapshot()).hosts) << "step " << step;
+    }
+  }
+}
+
+TEST_F(FleetStoreTest, TheFirstClaimOfABatchNeedsNoSavepointAndARefusalStartsAfresh) {
+  auto store = FleetStore::Open(url_);
+  store->AddHost(Spec("a", "hgx-h100"));
+  store->AddHost(Spec("b", "hgx-h100"));
+  const std::string held = ClaimWithEngine(*store, "a");
+  const Claim taken = *store->GetClaim(held);
+  placement::HostUsage none;
+  const placement::Placement on_b = *EnginePlacement(*store, "b", none, OneGpu());
+  {
+    ClaimBatch batch(*store);
+    std::string conflict;
+    // First claim refused by claim_units: the transaction starts again, nothing is lost.
+    EXPECT_EQ(batch.TryClaim("a", store->GetHost("a")->generation, taken.placement, &conflict), "");
+    EXPECT_NE(conflict.find("unit is taken"), std::string::npos) << conflict;
+    EXPECT_FALSE(batch.TryClaim("b", store->GetHost("b")->generation, on_b, &conflict).empty()) << conflict;
+    // Second claim (a savepoint now) refused: the first stays.
+    EXPECT_EQ(batch.TryClaim("a", store->GetHost("a")->generation, taken.placement, &conflict), "");
+    batch.Commit();
+  }
+  EXPECT_EQ(store->ListClaims("b").size(), 1u);
+  EXPECT_EQ(store->ListClaims("a").size(), 1u);
+  EXPECT_EQ(store->GetHost("a")->generation, 1);  // the refused claims bumped nothing
+  EXPECT_EQ(store->Audit(), std::vector<std::string>{});
 }
 
 // --- What operators type ---------------------------------------------------------------
