@@ -4,6 +4,9 @@
 // claims by Apply/Release, so Place(state, request) (placement/engine.h) only compares counts
 // per node and materializes CPU sets for the nodes a guest lands on.
 //
+// Copyable: a copy is an independent state on the same topology (cheaper than building one;
+// fleet capacity fills one copy per flavor).
+//
 // It refers to the HostTopology it was built from, which must outlive it. Not synchronized:
 // Place() on a const state may run from many threads at once; Apply/Release need exclusive use.
 #pragma once
@@ -23,11 +26,13 @@ class HostState {
   /// Views `host` (kept by reference) as `usage` and `policy` leave it.
   HostState(const topology::HostTopology& host, HostUsage usage, HostPolicy policy);
 
-  /// Adds what `p` holds, as HostUsage::Apply does, and rebuilds the views of the nodes it
-  /// touches. Returns "" on success; on a double booking returns the reason and changes nothing.
+  /// Adds what `p` holds, as HostUsage::Apply does, and updates the views of the nodes it
+  /// touches (of their cores, only those holding a CPU of `p`), leaving the state equal to one
+  /// built from scratch on the new usage. Returns "" on success; on a double booking returns
+  /// the reason and changes nothing. Cost: the nodes `p` touches, not the host.
   std::string Apply(const Placement& p);
-  /// Removes what `p` holds (the caller guarantees it was applied) and rebuilds the views of the
-  /// nodes it touches.
+  /// Removes what `p` holds (the caller guarantees it was applied) and updates the views of
+  /// the nodes it touches, as Apply does.
   void Release(const Placement& p);
 
   const topology::HostTopology& host() const { return *host_; }
@@ -39,7 +44,12 @@ class HostState {
   const FloatingRoom& floating_room() const { return room_; }
 
  private:
-  void Refresh(const Placement& p);
+  // Brings the views in step with usage_ after `p` was applied (applied) or released.
+  void Refresh(const Placement& p, bool applied);
+  // Recomputes *v's pinned set, the stored cores holding a CPU of `changed`, and the counts.
+  void UpdatePinned(NodeView* v, const CpuSet& changed) const;
+  // Recomputes *v's (node `index`) shared vCPUs and free pages from usage_.
+  void UpdateLoad(NodeView* v, size_t index) const;
 
   const topology::HostTopology* host_;
   HostUsage usage_;
@@ -47,6 +57,9 @@ class HostState {
   HostCpuSets sets_;
   std::vector<NodeView> nodes_;
   FloatingRoom room_;
+  /// Per node, its page pools with what an unused host leaves free (after the policy's
+  /// reservation): the base Apply/Release subtract the pages held from.
+  std::vector<std::vector<PoolView>> pool_room_;
 };
 
 }  // namespace accel::placement

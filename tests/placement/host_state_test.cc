@@ -5,12 +5,14 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <functional>
 #include <random>
 
 #include "placement/engine.h"
 #include "placement/placement_json.h"
 #include "placement/test_hosts.h"
+#include "support/shared_fixture.h"
 #include "topology/sources.h"
 
 namespace accel::placement {
@@ -110,6 +112,93 @@ TEST(HostState, MatchesOneShotPlaceOnFixtureHosts) {
   EXPECT_GT(refused, 50);
 }
 
+// The policy fleet_bench gives every host: the first core of each node shared, the rest
+// dedicated, 1 GiB of base memory reserved per node -- so the dedicated and shared sets differ
+// and a core's threads are a strict subset of its node's CPUs.
+HostPolicy FirstCoreSharedPolicy(const topology::HostTopology& host, Strategy strategy) {
+  HostPolicy policy;
+  policy.strategy = strategy;
+  policy.reserved_host_memory_mib_per_node = 1024;
+  CpuSet shared, dedicated;
+  for (const topology::NumaNode& node : host.numa_nodes) {
+    for (size_t c = 0; c < node.cores.size(); ++c) {
+      CpuSet& into = c == 0 ? shared : dedicated;
+      into = into.Union(node.cores[c]);
+    }
+  }
+  policy.cpu_shared_set = shared;
+  policy.cpu_dedicated_set = dedicated;
+  return policy;
+}
+
+// Random requests that also reach accelerators RandomRequest's ids miss (H200, V100, ...): a
+// third of PCI requests match any device of the vendor.
+PlacementRequest WideRandomRequest(std::mt19937& rng) {
+  PlacementRequest r = testing::RandomRequest(rng);
+  for (PciRequest& q : r.pci)
+    if (std::uniform_int_distribution<int>(0, 2)(rng) == 0) q.specs[0].product_id.reset();
+  return r;
+}
+
+// A thousand sequences of claims and releases on every fixture topology the fleet benchmark uses (the
+// repository's and ../shared's real hwloc exports), with a policy that splits cores into shared
+// and dedicated: the incrementally updated state must equal a fresh one after every step, and
+// answer Place() as the one-shot engine does.
+TEST(HostState, IncrementalUpdatesEqualAFreshStateOnFleetTopologies) {
+  std::mt19937 rng(13);
+  int placed = 0, refused = 0, hosts = 0;
+  std::vector<std::string> paths;
+  for (const char* name : {"hgx-h100", "hgx-h200", "epyc-nps4-mi300x", "gaudi2-8hpu", "devbox"})
+    paths.push_back(std::string(ACCEL_SOURCE_DIR) + "/fixtures/hosts/" + name + ".json");
+  for (const char* name : {"nvidiaDGX2.xml", "32em64t-2n8c2t-pci-wholeio.xml", "192em64t-24n8c2t.xml",
+                           "16amd64-8n2c-cpusets.xml"}) {
+    const std::string path = test_support::SharedPath(std::string("fixtures/hwloc/") + name);
+    if (std::filesystem::exists(path)) paths.push_back(path);
+  }
+  for (const std::string& path : paths) {
+    SCOPED_TRACE(path);
+    const topology::HostTopology host = topology::LoadTopology(path);
+    ++hosts;
+    for (int sequence = 0; sequence < 120; ++sequence) {
+      const Strategy strategy = sequence % 2 ? Strategy::kSpread : Strategy::kPack;
+      RunSequence(host, FirstCoreSharedPolicy(host, strategy), rng, 30, [&] { return WideRandomRequest(rng); },
+                  &placed, &refused);
+      if (HasFatalFailure()) return;
+    }
+  }
+  EXPECT_GE(hosts, 5);
+  EXPECT_GT(placed, 5000);
+  EXPECT_GT(refused, 5000);
+}
+
+// A copy is an independent state: claims on the copy leave the original as it was, and the
+// copy keeps equal to a fresh state (fleet capacity fills one copy per flavor).
+TEST(HostState, CopiesAreIndependent) {
+  const topology::HostTopology host =
+      topology::LoadTopology(std::string(ACCEL_SOURCE_DIR) + "/fixtures/hosts/hgx-h100.json");
+  const HostPolicy policy = FirstCoreSharedPolicy(host, Strategy::kPack);
+  std::mt19937 rng(5);
+  HostState original(host, {}, policy);
+  for (int i = 0; i < 3; ++i) {
+    const PlaceResult r = Place(original, testing::RandomRequest(rng));
+    if (r.fits()) {
+      ASSERT_EQ(original.Apply(*r.placement), "");
+    }
+  }
+  const HostUsage before = original.usage();
+  HostState copy = original;
+  int applied = 0;
+  for (int i = 0; i < 40; ++i) {
+    const PlaceResult r = Place(copy, WideRandomRequest(rng));
+    if (!r.fits()) continue;
+    ASSERT_EQ(copy.Apply(*r.placement), "");
+    ++applied;
+  }
+  EXPECT_GT(applied, 0);
+  EXPECT_EQ(DiffFromRebuilt(host, original, before, policy), "");
+  EXPECT_EQ(DiffFromRebuilt(host, copy, copy.usage(), policy), "");
+}
+
 // Two nodes of 4 cores x 2 threads; CPUs 0-7 on node 0, 8-15 on node 1; a GPU on node 1.
 topology::HostTopology SmallHost() { return MakeHost({{4, 2, 8192, 512, 2, 0, 0}, {4, 2, 8192, 512, 2, 0, 1}}); }
 
@@ -143,6 +232,37 @@ TEST(HostState, ApplyRefreshesEveryNodeHoldingACpuOfTheClaim) {
   EXPECT_EQ(DiffFromRebuilt(host, state, {}, {}), "");
   EXPECT_EQ(state.nodes()[1].free_threads, 8);
   EXPECT_EQ(state.nodes()[1].free_accelerators, 1);
+}
+
+// Claims recorded elsewhere may hold more pages than a node has left (an operator shrank the
+// pool, or reserved more): the state starts at 0 free, and a release must land where a fresh
+// state on the smaller usage does, not at "free + released".
+TEST(HostState, ReleaseFromAnOverbookedPoolEqualsAFreshState) {
+  const topology::HostTopology host = SmallHost();  // node 0: 2 x 1 GiB pages, 8 GiB of memory
+  HostPolicy policy;
+  policy.reserved_host_memory_mib_per_node = 2048;
+  Placement p;
+  p.host = host.hostname;
+  CellPlacement& c = p.cells.emplace_back();
+  c.host_node = 0;
+  c.pinning = {{0, 2}};
+  c.consumed_cpus = {2};
+  c.memory_mib = 2048;
+  c.page_size_kib = 1048576;
+  c.pages = 2;
+  HostUsage usage;
+  usage.nodes[0].pages_used[1048576] = 5;  // 3 more than the node's 2
+  usage.nodes[0].pages_used[4] = 10'000'000;  // and far more base pages than it has
+  ASSERT_EQ(usage.Apply(p), "");
+  HostState state(host, usage, policy);
+  EXPECT_EQ(state.nodes()[0].Pool(1048576)->free, 0u);
+  state.Release(p);
+  usage.Release(p);
+  EXPECT_EQ(DiffFromRebuilt(host, state, usage, policy), "");
+  EXPECT_EQ(state.nodes()[0].Pool(1048576)->free, 0u);  // 5 held of 2
+  state.Release(p);  // a caller that breaks the contract gets an under-count, as HostUsage does
+  usage.Release(p);
+  EXPECT_EQ(DiffFromRebuilt(host, state, usage, policy), "");
 }
 
 TEST(HostState, ApplyRefusesADoubleBookingAndChangesNothing) {
