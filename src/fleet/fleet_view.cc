@@ -22,6 +22,29 @@ std::string UsageText(const placement::HostUsage& u) {
   return s;
 }
 
+uint64_t NameHash(const std::string& name) {
+  uint64_t h = 1469598103934665603ULL;
+  for (char c : name) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+  return h;
+}
+
+RankRow RowWithoutState(const HostEntry& e, const HardwareInfo& hw, uint32_t hardware_id) {
+  RankRow r;
+  r.hardware = hardware_id;
+  r.name_hash = NameHash(e.record.name);
+  r.enabled = e.record.state == HostAdminState::kEnabled;
+  if (e.record.heartbeat_at && e.record.stale_after_s > 0)
+    r.stale_after_unix = *e.record.heartbeat_at + e.record.stale_after_s;
+  r.free_accelerators = e.summary.free_accelerators;
+  r.free_pinnable_cpus = e.summary.free_pinnable_cpus;
+  r.partly_used_node = e.summary.has_partly_used_node;
+  r.idle = e.summary.idle;
+  for (size_t j = 0; j < hw.accelerators.size() && j < 64; ++j)
+    if (e.usage.devices.empty() || !e.usage.devices.count(hw.accelerators[j]->address))
+      r.free_accelerator_mask |= uint64_t{1} << j;
+  return r;
+}
+
 }  // namespace
 
 void Summarize(HostEntry* e) {
@@ -103,7 +126,64 @@ FleetView FleetView::FromSnapshot(const FleetSnapshot& snap) {
   std::sort(view.hosts_.begin(), view.hosts_.end(),
             [](const HostEntry& a, const HostEntry& b) { return a.record.name < b.record.name; });
   view.Reindex();
+  view.rows_.resize(view.hosts_.size());
+  for (size_t i = 0; i < view.hosts_.size(); ++i) view.SetRow(i, /*had_row=*/false);
   return view;
+}
+
+uint32_t FleetView::HardwareId(const std::shared_ptr<const topology::HostTopology>& hardware) {
+  auto it = hardware_ids_.find(hardware.get());
+  if (it != hardware_ids_.end()) return it->second;
+  HardwareInfo info;
+  info.topology = hardware;  // held, so the pointer key is never reused by other hardware
+  for (const topology::PciDevice& d : hardware->pci) {
+    if (!d.is_accelerator()) continue;
+    info.accelerators.push_back(&d);
+    info.accelerator_node.push_back(hardware->NodeIndex(d.numa_node));
+  }
+  info.masks_complete = info.accelerators.size() <= 64;
+  const uint32_t id = static_cast<uint32_t>(hardware_.size());
+  hardware_.push_back(std::move(info));
+  hardware_ids_.emplace(hardware.get(), id);
+  return id;
+}
+
+uint32_t FleetView::InternState(const std::string& usage_key) {
+  auto [it, inserted] = state_ids_.try_emplace(usage_key, 0);
+  if (inserted) {
+    if (free_states_.empty()) {
+      it->second = static_cast<uint32_t>(state_refs_.size());
+      state_refs_.push_back(0);
+      state_keys_.emplace_back();
+    } else {
+      it->second = free_states_.back();
+      free_states_.pop_back();
+    }
+    state_keys_[it->second] = usage_key;
+  }
+  ++state_refs_[it->second];
+  return it->second;
+}
+
+void FleetView::DropState(uint32_t id) {
+  if (id == kNoState || --state_refs_[id] > 0) return;
+  state_ids_.erase(state_keys_[id]);
+  state_keys_[id].clear();
+  free_states_.push_back(id);
+}
+
+void FleetView::SetRow(size_t i, bool had_row) {
+  const uint32_t old_state = had_row ? rows_[i].state : kNoState;
+  const uint32_t hw = HardwareId(hosts_[i].hardware);
+  RankRow row = RowWithoutState(hosts_[i], hardware_[hw], hw);
+  row.state = InternState(hosts_[i].usage_key);
+  DropState(old_state);  // after interning: an unchanged key keeps its id
+  rows_[i] = row;
+}
+
+RankRow FleetView::RowOf(const HostEntry& entry) const {
+  const uint32_t hw = hardware_ids_.at(entry.hardware.get());
+  return RowWithoutState(entry, hardware_[hw], hw);
 }
 
 const HostEntry* FleetView::Find(const std::string& name) const {
@@ -121,6 +201,7 @@ std::string FleetView::Apply(size_t index, const placement::Placement& p) {
   if (std::string err = e.usage.Apply(p); !err.empty()) return err;
   ++e.record.generation;
   Summarize(&e);
+  SetRow(index, /*had_row=*/true);
   return "";
 }
 
@@ -128,18 +209,24 @@ void FleetView::Upsert(HostEntry entry) {
   int i = IndexOf(entry.record.name);
   if (i >= 0) {
     hosts_[i] = std::move(entry);
+    SetRow(static_cast<size_t>(i), /*had_row=*/true);
     return;
   }
-  hosts_.push_back(std::move(entry));
-  std::sort(hosts_.begin(), hosts_.end(),
-            [](const HostEntry& a, const HostEntry& b) { return a.record.name < b.record.name; });
+  auto at = std::lower_bound(hosts_.begin(), hosts_.end(), entry.record.name,
+                             [](const HostEntry& e, const std::string& name) { return e.record.name < name; });
+  const size_t pos = static_cast<size_t>(at - hosts_.begin());
+  hosts_.insert(at, std::move(entry));
+  rows_.insert(rows_.begin() + static_cast<long>(pos), RankRow{});
+  SetRow(pos, /*had_row=*/false);
   Reindex();
 }
 
 void FleetView::Remove(const std::string& name) {
   int i = IndexOf(name);
   if (i < 0) return;
+  DropState(rows_[i].state);
   hosts_.erase(hosts_.begin() + i);
+  rows_.erase(rows_.begin() + i);
   Reindex();
 }
 

@@ -1,9 +1,10 @@
 #include "fleet/scheduler.h"
 
 #include <algorithm>
+#include <deque>
+#include <functional>
 #include <map>
-#include <optional>
-#include <set>
+#include <string_view>
 #include <tuple>
 #include <unordered_map>
 
@@ -13,54 +14,107 @@ namespace accel::fleet {
 
 namespace {
 
-// FNV-1a of seed + name, then splitmix64's finalizer: a fixed, seeded order over host names.
-// Without the finalizer names that differ in their last digits (gpu-0480 ... gpu-0489) stay next
-// to each other under every seed, and replicas that meet there race for the same hosts.
-uint64_t SeededHash(const std::string& seed, const std::string& name) {
-  uint64_t h = 1469598103934665603ULL;
-  for (char c : seed) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
-  h = (h ^ 0xff) * 1099511628211ULL;
-  for (char c : name) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+// splitmix64's finalizer: every input bit moves every output bit.
+uint64_t Mix64(uint64_t h) {
   h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
   h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
   return h ^ (h >> 31);
 }
 
-// What the flavor needs, by count, and the devices of each hardware that could serve each of
-// its PCI requests.
+uint64_t Fnv1a(const std::string& text) {
+  uint64_t h = 1469598103934665603ULL;
+  for (char c : text) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+  return h;
+}
+
+// A fixed, seeded order over hosts: the host name's FNV-1a (RankRow::name_hash) mixed with the
+// seed's. The finalizer matters: without it names that differ in their last digits
+// (gpu-0480 ... gpu-0489) stay next to each other under every seed, and replicas that meet there
+// race for the same hosts.
+uint64_t SeededTiebreak(uint64_t seed_hash, uint64_t name_hash) {
+  return Mix64(name_hash ^ (seed_hash * 0x9e3779b97f4a7c15ULL));
+}
+
+// Why a host is skipped without the engine.
+enum class Shortfall { kNone, kCpus, kDevices, kDevicesOnNodes };
+
+// What the flavor needs, by count, and for each hardware of the view the accelerators that
+// could serve each of its PCI requests, as masks over RankRow::free_accelerator_mask.
 class CountCheck {
  public:
-  explicit CountCheck(const placement::PlacementRequest& req) : req_(req) {
+  CountCheck(const FleetView& view, const placement::PlacementRequest& req)
+      : view_(view), req_(req), per_hardware_(view.hardware().size()) {
     for (const placement::GuestCell& c : req.cells) pinned_vcpus_ += c.dedicated_vcpus.Count();
   }
 
-  // The cause when the host surely cannot fit by count ("CPUs", "PCI devices"), nullptr when
-  // it might. Cheap: it runs for every host of every decision; Shortfall says it in words.
-  const char* ShortfallCause(const HostEntry& e) {
-    if (pinned_vcpus_ > e.summary.free_pinnable_cpus) return "CPUs";
-    if (req_.pci.empty()) return nullptr;
-    const std::vector<std::vector<const topology::PciDevice*>>& matching = MatchingOn(e);
-    for (size_t r = 0; r < req_.pci.size(); ++r)
-      if (FreeOf(e, matching[r]) < req_.pci[r].count) return "PCI devices";
-    return nullptr;
+  // Whether the host surely cannot fit by count. Cheap: it runs for every host of every
+  // decision and reads the row only (the entry only for hardware the masks cannot describe).
+  Shortfall Check(const RankRow& row, const HostEntry& (*entry)(const void*, size_t), const void* ctx, size_t i) {
+    if (pinned_vcpus_ > row.free_pinnable_cpus) return Shortfall::kCpus;
+    if (req_.pci.empty()) return Shortfall::kNone;
+    const Masks& m = MasksOf(row.hardware);
+    for (size_t r = 0; r < req_.pci.size(); ++r) {
+      if (!m.exact[r]) {
+        if (FreeOf(entry(ctx, i), m.matching[r]) < req_.pci[r].count) return Shortfall::kDevices;
+        continue;
+      }
+      if (__builtin_popcountll(row.free_accelerator_mask & m.match[r]) < req_.pci[r].count)
+        return Shortfall::kDevices;
+      if (m.bounded[r] && OnBestNodes(row, m, r) < req_.pci[r].count) return Shortfall::kDevicesOnNodes;
+    }
+    return Shortfall::kNone;
   }
 
-  // The reason ShortfallCause found, as a person reads it.
-  std::string Shortfall(const HostEntry& e) {
-    if (pinned_vcpus_ > e.summary.free_pinnable_cpus)
-      return "host: " + std::to_string(e.summary.free_pinnable_cpus) + " free pinnable CPUs, needs " +
+  // The reason Check found, as a person reads it.
+  std::string Explain(Shortfall why, const RankRow& row, const HostEntry& e) {
+    if (why == Shortfall::kCpus)
+      return "host: " + std::to_string(row.free_pinnable_cpus) + " free pinnable CPUs, needs " +
              std::to_string(pinned_vcpus_);
-    const std::vector<std::vector<const topology::PciDevice*>>& matching = MatchingOn(e);
+    const Masks& m = MasksOf(row.hardware);
     for (size_t r = 0; r < req_.pci.size(); ++r) {
-      const int free = FreeOf(e, matching[r]);
-      if (free < req_.pci[r].count)
-        return "PCI alias '" + req_.pci[r].alias + "': " + std::to_string(free) +
-               " free matching devices on the host, needs " + std::to_string(req_.pci[r].count);
+      const placement::PciRequest& q = req_.pci[r];
+      const int free = m.exact[r] ? __builtin_popcountll(row.free_accelerator_mask & m.match[r])
+                                  : FreeOf(e, m.matching[r]);
+      if (free < q.count)
+        return "PCI alias '" + q.alias + "': " + std::to_string(free) + " free matching devices on the host, needs " +
+               std::to_string(q.count);
+      if (why == Shortfall::kDevicesOnNodes && m.exact[r] && m.bounded[r]) {
+        const int on_nodes = OnBestNodes(row, m, r);
+        if (on_nodes < q.count)
+          return "PCI alias '" + q.alias + "': at most " + std::to_string(on_nodes) + " free matching devices on " +
+                 std::to_string(req_.cells.size()) + " NUMA node" + (req_.cells.size() == 1 ? "" : "s") +
+                 ", needs " + std::to_string(q.count) + " local to the guest's cells (numa_policy " +
+                 (q.numa_policy == placement::PciNumaPolicy::kRequired ? "required" : "legacy") + ")";
+      }
     }
     return "";
   }
 
  private:
+  struct Masks {
+    bool ready = false;
+    std::vector<std::vector<const topology::PciDevice*>> matching;  ///< [request]: every matching device
+    std::vector<bool> exact;     ///< [request]: all of them are among the masks' accelerators
+    std::vector<uint64_t> match;  ///< [request]: matching accelerators
+    std::vector<bool> bounded;   ///< [request]: the node bound applies
+    std::vector<std::vector<uint64_t>> on_node;  ///< [request][node index]: matching accelerators there
+    std::vector<uint64_t> no_node;  ///< [request]: matching accelerators of no known node
+  };
+
+  // Under numa_policy required (and legacy) every device sits on a host node that holds one of
+  // the guest's cells (or, legacy only, on no known node); a guest has req_.cells.size() cells,
+  // so the nodes with the most free matching devices bound what the host can give. Devices of
+  // no known node count in full: the bound stays a necessary condition, never refusing a fit.
+  int OnBestNodes(const RankRow& row, const Masks& m, size_t r) {
+    best_.clear();
+    for (uint64_t mask : m.on_node[r]) best_.push_back(__builtin_popcountll(row.free_accelerator_mask & mask));
+    const size_t cells = std::min(best_.size(), req_.cells.size());
+    std::partial_sort(best_.begin(), best_.begin() + static_cast<long>(cells), best_.end(), std::greater<int>());
+    int sum = __builtin_popcountll(row.free_accelerator_mask & m.no_node[r]);
+    for (size_t k = 0; k < cells; ++k) sum += best_[k];
+    return sum;
+  }
+
   static int FreeOf(const HostEntry& e, const std::vector<const topology::PciDevice*>& devices) {
     if (e.usage.devices.empty()) return static_cast<int>(devices.size());
     int free = 0;
@@ -68,45 +122,115 @@ class CountCheck {
     return free;
   }
 
-  const std::vector<std::vector<const topology::PciDevice*>>& MatchingOn(const HostEntry& e) {
-    auto it = matching_.find(e.hardware.get());
-    if (it != matching_.end()) return it->second;
-    std::vector<std::vector<const topology::PciDevice*>> per_request(req_.pci.size());
-    for (size_t r = 0; r < req_.pci.size(); ++r)
-      for (const topology::PciDevice& d : e.hardware->pci)
-        for (const placement::PciSpec& spec : req_.pci[r].specs)
-          if (placement::SpecMatches(spec, d)) {
-            per_request[r].push_back(&d);
-            break;
-          }
-    return matching_.emplace(e.hardware.get(), std::move(per_request)).first->second;
+  const Masks& MasksOf(uint32_t hardware) {
+    Masks& m = per_hardware_[hardware];
+    if (m.ready) return m;
+    const HardwareInfo& info = view_.hardware()[hardware];
+    const topology::HostTopology& hw = *info.topology;
+    const size_t n = req_.pci.size();
+    m.matching.assign(n, {});
+    m.exact.assign(n, info.masks_complete);
+    m.match.assign(n, 0);
+    m.bounded.assign(n, false);
+    m.on_node.assign(n, std::vector<uint64_t>(hw.numa_nodes.size(), 0));
+    m.no_node.assign(n, 0);
+    for (size_t r = 0; r < n; ++r) {
+      const placement::PciRequest& q = req_.pci[r];
+      auto matches = [&](const topology::PciDevice& d) {
+        for (const placement::PciSpec& spec : q.specs)
+          if (placement::SpecMatches(spec, d)) return true;
+        return false;
+      };
+      for (const topology::PciDevice& d : hw.pci)
+        if (matches(d)) {
+          m.matching[r].push_back(&d);
+          if (!d.is_accelerator()) m.exact[r] = false;  // a NIC: the masks only cover accelerators
+        }
+      for (size_t j = 0; j < info.accelerators.size() && j < 64; ++j) {
+        if (!matches(*info.accelerators[j])) continue;
+        const uint64_t bit = uint64_t{1} << j;
+        m.match[r] |= bit;
+        const int node = info.accelerator_node[j];
+        (node < 0 ? m.no_node[r] : m.on_node[r][static_cast<size_t>(node)]) |= bit;
+      }
+      m.bounded[r] = !req_.cells.empty() && (q.numa_policy == placement::PciNumaPolicy::kRequired ||
+                                             q.numa_policy == placement::PciNumaPolicy::kLegacy);
+    }
+    m.ready = true;
+    return m;
   }
 
+  const FleetView& view_;
   const placement::PlacementRequest& req_;
   int pinned_vcpus_ = 0;
-  std::unordered_map<const topology::HostTopology*, std::vector<std::vector<const topology::PciDevice*>>> matching_;
+  std::vector<Masks> per_hardware_;
+  std::vector<int> best_;
 };
 
 // The working copy of the hosts this request has placed instances on; the view stays const.
 struct Working {
-  std::unordered_map<size_t, HostEntry> changed;
+  struct Changed {
+    HostEntry entry;
+    RankRow row;  ///< state = kNoState: engine answers are memoized by usage_key instead
+  };
+  std::unordered_map<size_t, Changed> changed;
   std::unordered_map<size_t, std::vector<int>> instances_on;  // host index -> instance numbers
   const HostEntry& Get(const FleetView& view, size_t i) const {
+    if (changed.empty()) return view.hosts()[i];
     auto it = changed.find(i);
-    return it == changed.end() ? view.hosts()[i] : it->second;
+    return it == changed.end() ? view.hosts()[i] : it->second.entry;
+  }
+  const RankRow& Row(const FleetView& view, size_t i) const {
+    if (changed.empty()) return view.rows()[i];
+    auto it = changed.find(i);
+    return it == changed.end() ? view.rows()[i] : it->second.row;
   }
 };
 
-// The last element is the host's index in the view, which keeps hosts in name order.
-using RankKey = std::tuple<int, int, int, int, uint64_t, size_t>;
+struct WorkingLookup {
+  const FleetView* view;
+  const Working* work;
+  static const HostEntry& Entry(const void* self, size_t i) {
+    const WorkingLookup* l = static_cast<const WorkingLookup*>(self);
+    return l->work->Get(*l->view, i);
+  }
+};
 
-RankKey KeyOf(const HostEntry& e, size_t index, const ScheduleOptions& o) {
-  const HostSummary& s = e.summary;
-  const int sign = o.strategy == FleetStrategy::kPack ? 1 : -1;
-  // Fragmentation: a host with a partly used accelerator node keeps whole nodes whole.
-  return {sign * s.free_accelerators, sign * s.free_pinnable_cpus, s.has_partly_used_node ? 0 : 1, s.idle ? 1 : 0,
-          o.tiebreak_seed.empty() ? 0 : SeededHash(o.tiebreak_seed, e.record.name), index};
-}
+// The documented order (scheduler.h): strategy, fragmentation, then the tiebreak — 0 without a
+// seed, so the view's index, which follows the host name, decides.
+struct RankKey {
+  int accelerators;  ///< pack: free accelerators; spread: minus them
+  int cpus;          ///< pack: free pinnable CPUs; spread: minus them
+  int whole_nodes;   ///< 0 when a node's accelerators are partly used already
+  int idle;          ///< 1 for an idle host (kept whole)
+  uint64_t tiebreak;
+  uint32_t index;    ///< in FleetView::hosts()
+  bool operator<(const RankKey& o) const {
+    return std::tie(accelerators, cpus, whole_nodes, idle, tiebreak, index) <
+           std::tie(o.accelerators, o.cpus, o.whole_nodes, o.idle, o.tiebreak, o.index);
+  }
+};
+
+// Hosts that did not take an instance, per cause; the example text is only built for the first
+// host of a cause (most decisions never show it).
+class CauseTally {
+ public:
+  template <typename Example>
+  void Add(std::string_view cause, Example&& example) {
+    auto it = causes_.find(cause);
+    if (it == causes_.end()) it = causes_.emplace(std::string(cause), CauseCount{std::string(cause), 0, example()}).first;
+    ++it->second.hosts;
+  }
+  std::vector<CauseCount> MostHostsFirst() const {
+    std::vector<CauseCount> out;
+    for (const auto& [cause, c] : causes_) out.push_back(c);
+    std::stable_sort(out.begin(), out.end(), [](const CauseCount& a, const CauseCount& b) { return a.hosts > b.hosts; });
+    return out;
+  }
+
+ private:
+  std::map<std::string, CauseCount, std::less<>> causes_;
+};
 
 }  // namespace
 
@@ -137,52 +261,65 @@ ScheduleResult Schedule(const FleetView& view, const placement::PlacementRequest
   ScheduleResult result;
   const int64_t now = options.now_unix ? options.now_unix : view.taken_at();
   const size_t n = view.hosts().size();
-  CountCheck counts(request);
+  const int sign = options.strategy == FleetStrategy::kPack ? 1 : -1;
+  const bool seeded = !options.tiebreak_seed.empty();
+  const uint64_t seed_hash = seeded ? Fnv1a(options.tiebreak_seed) : 0;
+  CountCheck counts(view, request);
   Working work;
-  // Engine answers per distinct host state, for this request.
-  std::unordered_map<std::string, placement::PlaceResult> memo;
-  auto place_on = [&](const HostEntry& e) -> const placement::PlaceResult& {
-    auto it = memo.find(e.usage_key);
-    if (it != memo.end()) return it->second;
-    ++result.engine_calls;
-    return memo.emplace(e.usage_key, placement::Place(*e.hardware, e.usage, e.record.policy, request)).first->second;
+  const WorkingLookup lookup{&view, &work};
+
+  // Engine answers per distinct host state, for this request: by state id for the view's
+  // hosts, by usage_key for the working copies of hosts this request changed.
+  std::deque<placement::PlaceResult> answers;
+  std::vector<int32_t> by_state(view.state_id_bound(), -1);
+  std::unordered_map<std::string, int32_t> by_key;
+  auto place_on = [&](const HostEntry& e, const RankRow& row) -> const placement::PlaceResult& {
+    int32_t* slot;
+    if (row.state != kNoState) {
+      slot = &by_state[row.state];
+    } else {
+      slot = &by_key.try_emplace(e.usage_key, -1).first->second;
+    }
+    if (*slot < 0) {
+      ++result.engine_calls;
+      answers.push_back(placement::Place(*e.hardware, e.usage, e.record.policy, request));
+      *slot = static_cast<int32_t>(answers.size() - 1);
+    }
+    return answers[static_cast<size_t>(*slot)];
   };
 
+  std::vector<RankKey> ranked;
+  ranked.reserve(n);
   for (int instance = 0; instance < options.count; ++instance) {
-    std::map<std::string, CauseCount> causes;
-    auto count_cause = [&](const std::string& cause, const std::string& example) {
-      CauseCount& c = causes[cause];
-      c.cause = cause;
-      if (c.hosts++ == 0) c.example = example;
-    };
-    std::vector<std::pair<RankKey, size_t>> ranked;
-    ranked.reserve(n);
+    CauseTally causes;
+    ranked.clear();
     for (size_t i = 0; i < n; ++i) {
-      const HostEntry& e = work.Get(view, i);
-      const HostRecord& r = e.record;
-      if (r.state != HostAdminState::kEnabled) {
-        count_cause(HostAdminStateName(r.state), r.name);
+      const RankRow& row = work.Row(view, i);
+      auto name = [&] { return view.hosts()[i].record.name; };
+      if (!row.enabled) {
+        causes.Add(HostAdminStateName(view.hosts()[i].record.state), name);
         continue;
       }
-      if (IsStale(r, now)) {
-        count_cause("stale (no heartbeat from its agent)", r.name);
+      if (now > row.stale_after_unix) {
+        causes.Add("stale (no heartbeat from its agent)", name);
         continue;
       }
-      if (!MatchesAll(options.where, r.labels)) {
-        count_cause("labels do not match --where", r.name);
+      if (!options.where.empty() && !MatchesAll(options.where, view.hosts()[i].record.labels)) {
+        causes.Add("labels do not match --where", name);
         continue;
       }
       if (options.different_hosts && work.instances_on.count(i)) {
-        count_cause("holds an earlier instance (--different-hosts)", r.name);
+        causes.Add("holds an earlier instance (--different-hosts)", name);
         continue;
       }
-      if (const char* cause = counts.ShortfallCause(e)) {
-        CauseCount& c = causes[cause];
-        c.cause = cause;
-        if (c.hosts++ == 0) c.example = r.name + ": " + counts.Shortfall(e);
+      if (const Shortfall why = counts.Check(row, &WorkingLookup::Entry, &lookup, i); why != Shortfall::kNone) {
+        causes.Add(why == Shortfall::kCpus ? "CPUs" : "PCI devices",
+                   [&] { return name() + ": " + counts.Explain(why, row, work.Get(view, i)); });
         continue;
       }
-      ranked.emplace_back(KeyOf(e, i, options), i);
+      ranked.push_back(RankKey{sign * row.free_accelerators, sign * row.free_pinnable_cpus,
+                               row.partly_used_node ? 0 : 1, row.idle ? 1 : 0,
+                               seeded ? SeededTiebreak(seed_hash, row.name_hash) : 0, static_cast<uint32_t>(i)});
     }
     result.hosts_ranked = static_cast<int>(ranked.size());
 
@@ -193,15 +330,16 @@ ScheduleResult Schedule(const FleetView& view, const placement::PlacementRequest
     for (size_t pos = 0; pos < ranked.size() && static_cast<int>(found.size()) < wanted; ++pos) {
       if (pos == sorted) {
         const size_t next = std::min(ranked.size(), std::max<size_t>(64, sorted * 4));
-        std::partial_sort(ranked.begin() + sorted, ranked.begin() + next, ranked.end());
+        std::partial_sort(ranked.begin() + static_cast<long>(sorted), ranked.begin() + static_cast<long>(next),
+                          ranked.end());
         sorted = next;
       }
-      const size_t i = ranked[pos].second;
+      const size_t i = ranked[pos].index;
       const HostEntry& e = work.Get(view, i);
-      const placement::PlaceResult& fit = place_on(e);
+      const placement::PlaceResult& fit = place_on(e, work.Row(view, i));
       if (!fit.fits()) {
         const std::string why = fit.no_fit.reasons.empty() ? "does not fit" : fit.no_fit.reasons.front();
-        count_cause(CauseOf(why), e.record.name + ": " + why);
+        causes.Add(CauseOf(why), [&] { return e.record.name + ": " + why; });
         continue;
       }
       Candidate c;
@@ -214,9 +352,7 @@ ScheduleResult Schedule(const FleetView& view, const placement::PlacementRequest
       found.push_back(std::move(c));
     }
     if (found.empty()) {
-      for (auto& [cause, c] : causes) result.why_not.push_back(c);
-      std::stable_sort(result.why_not.begin(), result.why_not.end(),
-                       [](const CauseCount& a, const CauseCount& b) { return a.hosts > b.hosts; });
+      result.why_not = causes.MostHostsFirst();
       return result;
     }
     InstanceDecision d;
@@ -224,11 +360,12 @@ ScheduleResult Schedule(const FleetView& view, const placement::PlacementRequest
     d.alternates.assign(std::make_move_iterator(found.begin() + 1), std::make_move_iterator(found.end()));
     // Apply to the working copy: the next instance sees this one.
     const size_t i = d.chosen.host_index;
-    auto [it, inserted] = work.changed.try_emplace(i, view.hosts()[i]);
-    HostEntry& copy = it->second;
+    auto [it, inserted] = work.changed.try_emplace(i, Working::Changed{view.hosts()[i], RankRow{}});
+    HostEntry& copy = it->second.entry;
     copy.usage.Apply(d.chosen.placement);
     ++copy.record.generation;
     Summarize(&copy);
+    it->second.row = view.RowOf(copy);
     work.instances_on[i].push_back(instance);
     result.instances.push_back(std::move(d));
   }

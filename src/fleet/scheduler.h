@@ -4,8 +4,12 @@
 // For each instance:
 //   1. Filter: the host is enabled, its agent not stale, its labels match every --where term,
 //      and (--different-hosts) no earlier instance of the request is on it.
-//   2. Skip without the engine hosts that cannot fit by count (fewer free matching PCI devices
-//      or pinnable CPUs than the flavor asks).
+//   2. Skip without the engine hosts that cannot fit by count: fewer free matching PCI devices
+//      or pinnable CPUs than the flavor asks, or, for a PCI request with numa_policy required or
+//      legacy, fewer free matching devices on the guest's number of host NUMA nodes (those with
+//      the most) than it asks — devices must be local to the guest's cells, which sit on
+//      distinct host nodes. These bounds are necessary conditions: they never skip a host the
+//      engine would fit. They read FleetView::rows() only.
 //   3. Rank the rest: (a) the strategy — pack: fewest free accelerators, then fewest free
 //      pinnable CPUs; spread: most of each; (b) fragmentation — prefer a host with a node whose
 //      accelerators are already partly used (so whole free GPU nodes stay whole), then a host

@@ -17,6 +17,7 @@
 #include "fleet/fleet_store.h"
 #include "fleet/fleet_view.h"
 #include "fleet/host_record.h"
+#include "fleet/labels.h"
 #include "placement/engine.h"
 #include "placement/flavor.h"
 #include "placement/pci_alias.h"

@@ -8,12 +8,14 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <random>
 #include <set>
 #include <tuple>
 
 #include <gtest/gtest.h>
 
 #include "fleet/fleet_test_util.h"
+#include "placement/pci_alias.h"
 #include "placement/placement_json.h"
 
 namespace accel::fleet {
@@ -487,6 +489,87 @@ TEST(Scheduler, PackKeepsWholeHostsAndNodesFree) {
   r = Schedule(view, RequestOf(gpu), spread);
   ASSERT_TRUE(r.all_placed);
   EXPECT_EQ(r.instances[0].chosen.host, "a-idle") << Describe(r);
+}
+
+// The count checks run on FleetView's rows (accelerator bitmasks) and fall back to the host's
+// usage for devices the masks do not cover (NICs); the node bound applies to numa_policy required
+// and legacy. Requests mixing NICs (ConnectX-7 PFs, some already claimed) with GPUs under each
+// policy, one and two cells, must still pick exactly the brute-force best hosts.
+TEST(SchedulerBruteForce, NicAndLegacyRequestsMatchBruteForce) {
+  const placement::PciAliasTable aliases = placement::ParsePciAliases(nlohmann::json::parse(R"([
+    {"name": "cx7", "vendor_id": "15b3", "product_id": "1021", "device_type": "type-PF"},
+    {"name": "cx7-req", "vendor_id": "15b3", "product_id": "1021", "device_type": "type-PF", "numa_policy": "required"},
+    {"name": "h100", "vendor_id": "10de", "product_id": "2330", "device_type": "type-PCI", "numa_policy": "required"},
+    {"name": "h100-legacy", "vendor_id": "10de", "product_id": "2330", "device_type": "type-PCI"},
+    {"name": "h100-preferred", "vendor_id": "10de", "product_id": "2330", "device_type": "type-PCI", "numa_policy": "preferred"},
+    {"name": "rtx4090", "vendor_id": "10de", "product_id": "2684", "device_type": "type-PCI"}
+  ])"), "test aliases");
+  auto request = [&](const std::string& name, int cells, int vcpus, const std::string& pci) {
+    placement::Flavor f;
+    f.name = name;
+    f.vcpus = vcpus;
+    f.ram_mib = 4096;
+    f.extra_specs.push_back({"hw:cpu_policy", "dedicated"});
+    if (cells > 1) f.extra_specs.push_back({"hw:numa_nodes", std::to_string(cells)});
+    f.extra_specs.push_back({"pci_passthrough:alias", pci});
+    return placement::BuildRequest(f, aliases, "test flavor " + name);
+  };
+  int placed = 0, refused = 0, trials = 0;
+  for (uint64_t seed = 9001; seed <= 10500; ++seed) {
+    std::mt19937_64 rng(seed);
+    FleetShape shape;
+    shape.hosts = Uniform(rng, 2, 7);
+    shape.fixtures = {"hgx-h100", "hgx-h100", "devbox", "gaudi2-8hpu"};
+    TestFleet fleet = RandomFleet(rng, shape);
+    // Some hosts' NICs are claimed already.
+    for (const HostRecord& r : std::vector<HostRecord>(fleet.snapshot.hosts)) {
+      if (fleet.sku[r.name]->fixture != "hgx-h100" || !Chance(rng, 50)) continue;
+      const placement::PlacementRequest nic = request("nic-claim", 1, 2, "cx7:" + std::to_string(Uniform(rng, 1, 6)));
+      placement::PlaceResult fit = placement::Place(*fleet.sku[r.name]->hardware, fleet.usage[r.name], r.policy, nic);
+      if (!fit.fits()) continue;
+      placement::Placement p = *fit.placement;
+      p.host = r.name;
+      ASSERT_EQ(fleet.usage[r.name].Apply(p), "");
+      fleet.snapshot.claims.push_back({testing::TestClaimId(static_cast<int>(fleet.snapshot.claims.size())), r.name,
+                                       nic.flavor, "2024-01-01T00:00:00Z", p});
+    }
+    const FleetView view = FleetView::FromSnapshot(fleet.snapshot);
+    static const char* const kGpu[] = {"h100", "h100-legacy", "h100-preferred", "rtx4090"};
+    const int cells = Chance(rng, 40) ? 2 : 1;
+    std::string pci;
+    if (Chance(rng, 70)) pci = std::string(Chance(rng, 50) ? "cx7" : "cx7-req") + ":" + std::to_string(Uniform(rng, 1, 12));
+    if (pci.empty() || Chance(rng, 60)) {
+      const std::string gpu = kGpu[Uniform(rng, 0, 3)];
+      pci += (pci.empty() ? "" : ",") + gpu + ":" + std::to_string(Uniform(rng, 1, gpu == "rtx4090" ? 1 : 8));
+    }
+    placement::PlacementRequest req;
+    try {
+      req = request("mixed", cells, 2 * cells * Uniform(rng, 1, 8), pci);
+    } catch (const InputError&) {
+      continue;
+    }
+    ++trials;
+    ScheduleOptions o;
+    o.strategy = Chance(rng, 30) ? FleetStrategy::kSpread : FleetStrategy::kPack;
+    o.alternates = Uniform(rng, 0, 3);
+    const std::string context = "seed " + std::to_string(seed) + " pci " + pci + " cells " + std::to_string(cells) + ": ";
+    const ScheduleResult r = Schedule(view, req, o);
+    const std::vector<Fit> fits = BruteForce(fleet, fleet.usage, req, o);
+    ASSERT_EQ(r.all_placed, !fits.empty()) << context << Describe(r);
+    if (fits.empty()) {
+      ++refused;
+      ExpectWhyNotCoversFleet(fleet, r, o, 0, context);
+      continue;
+    }
+    ++placed;
+    std::vector<std::string> expected, got = {r.instances[0].chosen.host};
+    for (size_t k = 0; k < fits.size() && k <= static_cast<size_t>(o.alternates); ++k) expected.push_back(fits[k].host);
+    for (const Candidate& c : r.instances[0].alternates) got.push_back(c.host);
+    EXPECT_EQ(got, expected) << context << Describe(r);
+  }
+  EXPECT_GT(placed, trials / 5);
+  EXPECT_GT(refused, trials / 10);
+  std::cout << "[ measure  ] " << trials << " NIC/legacy requests: " << placed << " placed, " << refused << " refused\n";
 }
 
 TEST(Scheduler, CauseOfNamesTheResource) {
