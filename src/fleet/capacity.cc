@@ -1,7 +1,12 @@
 #include "fleet/capacity.h"
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
+#include <mutex>
 #include <set>
+#include <string_view>
+#include <thread>
 #include <unordered_map>
 
 #include "fleet/scheduler.h"
@@ -16,12 +21,13 @@ namespace {
 struct Fill {
   int64_t count = 0;
   std::string stop_reason;               ///< the engine's first reason at the stop
+  std::string cause;                     ///< CauseOf(stop_reason), once per fill, not per host
   std::set<std::string> free_left;       ///< accelerator addresses still free at the stop
 };
 
-Fill FillHost(const HostEntry& e, const placement::PlacementRequest& req, int max_per_host) {
+// Fills `state` (a copy the caller gives away) with `req` until the engine says no.
+Fill FillHost(placement::HostState state, const placement::PlacementRequest& req, int max_per_host) {
   Fill f;
-  placement::HostState state(*e.hardware, e.usage, e.record.policy);
   for (;;) {
     if (f.count >= max_per_host) {
       f.stop_reason = "stopped after " + std::to_string(max_per_host) + " instances (--max-per-host)";
@@ -35,9 +41,63 @@ Fill FillHost(const HostEntry& e, const placement::PlacementRequest& req, int ma
     if (!state.Apply(*r.placement).empty()) break;  // never: the engine places on free units
     ++f.count;
   }
-  for (const topology::PciDevice& d : e.hardware->pci)
+  for (const topology::PciDevice& d : state.host().pci)
     if (d.is_accelerator() && !state.usage().devices.count(d.address)) f.free_left.insert(d.address);
+  f.cause = CauseOf(f.stop_reason);
   return f;
+}
+
+int ThreadsFor(const CapacityOptions& options, size_t states) {
+  int threads = options.threads;
+  if (threads <= 0) {
+    const unsigned hw = std::thread::hardware_concurrency();
+    threads = std::min<int>(hw == 0 ? 1 : static_cast<int>(hw), kMaxDefaultCapacityThreads);
+  }
+  return static_cast<int>(std::min<size_t>(static_cast<size_t>(threads), std::max<size_t>(states, 1)));
+}
+
+// fills[s * flavors.size() + f]: state `s` (its first host stands for all) filled with flavor f.
+// One HostState is built per state and copied per flavor (a copy costs less than a build).
+// States are handed to `threads` workers one at a time; each fill lands in its own slot, so the
+// result does not depend on the threads or their timing.
+std::vector<Fill> FillStates(const std::vector<const HostEntry*>& states,
+                             const std::vector<placement::PlacementRequest>& flavors, int max_per_host,
+                             int threads) {
+  std::vector<Fill> fills(states.size() * flavors.size());
+  if (flavors.empty()) return fills;
+  auto fill_state = [&](size_t s) {
+    const HostEntry& e = *states[s];
+    placement::HostState base(*e.hardware, e.usage, e.record.policy);
+    for (size_t f = 0; f + 1 < flavors.size(); ++f)
+      fills[s * flavors.size() + f] = FillHost(base, flavors[f], max_per_host);
+    fills[s * flavors.size() + flavors.size() - 1] = FillHost(std::move(base), flavors.back(), max_per_host);
+  };
+  if (threads <= 1) {
+    for (size_t s = 0; s < states.size(); ++s) fill_state(s);
+    return fills;
+  }
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  std::exception_ptr error;
+  std::mutex error_mutex;
+  auto work = [&] {
+    for (size_t s; !failed && (s = next.fetch_add(1)) < states.size();) {
+      try {
+        fill_state(s);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mutex);
+        if (!error) error = std::current_exception();
+        failed = true;
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  pool.reserve(static_cast<size_t>(threads - 1));
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();  // the calling thread is one of the workers
+  for (std::thread& t : pool) t.join();
+  if (error) std::rethrow_exception(error);
+  return fills;
 }
 
 }  // namespace
@@ -54,24 +114,34 @@ CapacityReport Capacity(const FleetView& view, const std::vector<placement::Plac
     eligible.push_back(&e);
   }
   report.eligible_hosts = static_cast<int>(eligible.size());
-  // fills[f][usage_key]
-  std::vector<std::unordered_map<std::string, Fill>> fills(flavors.size());
+  // Distinct states in order of first appearance; state_of[i] is eligible[i]'s.
+  std::vector<const HostEntry*> states;
+  std::vector<size_t> state_of(eligible.size());
+  {
+    std::unordered_map<std::string_view, size_t> index;  // usage_key -> state (keys live in `view`)
+    for (size_t i = 0; i < eligible.size(); ++i) {
+      auto [it, inserted] = index.try_emplace(eligible[i]->usage_key, states.size());
+      if (inserted) states.push_back(eligible[i]);
+      state_of[i] = it->second;
+    }
+  }
+  const std::vector<Fill> fills =
+      FillStates(states, flavors, options.max_per_host, ThreadsFor(options, states.size()));
+  report.engine_fills = static_cast<int>(fills.size());
+  auto fill_of = [&](size_t host, size_t f) -> const Fill& { return fills[state_of[host] * flavors.size() + f]; };
+
   for (size_t f = 0; f < flavors.size(); ++f) {
     FlavorCapacity fc;
     fc.flavor = flavors[f].flavor;
-    for (const HostEntry* e : eligible) {
-      auto it = fills[f].find(e->usage_key);
-      if (it == fills[f].end()) {
-        it = fills[f].emplace(e->usage_key, FillHost(*e, flavors[f], options.max_per_host)).first;
-        ++report.engine_fills;
-      }
-      const Fill& fill = it->second;
+    for (size_t i = 0; i < eligible.size(); ++i) {
+      const HostEntry* e = eligible[i];
+      const Fill& fill = fill_of(i, f);
       fc.count += fill.count;
       if (!options.group_by.empty()) {
         auto label = e->record.labels.find(options.group_by);
         fc.by_group[label == e->record.labels.end() ? "(none)" : label->second] += fill.count;
       }
-      ++fc.stops_on[CauseOf(fill.stop_reason)];
+      ++fc.stops_on[fill.cause];
     }
     int most = 0;
     for (const auto& [cause, hosts] : fc.stops_on)
@@ -82,14 +152,15 @@ CapacityReport Capacity(const FleetView& view, const std::vector<placement::Plac
     report.flavors.push_back(std::move(fc));
   }
   // Stranded: free now, and still free after filling the host with each flavor in turn.
-  for (const HostEntry* e : eligible) {
+  for (size_t i = 0; i < eligible.size(); ++i) {
+    const HostEntry* e = eligible[i];
     if (e->summary.free_accelerators == 0) continue;
     std::set<std::string> stranded;
     for (const topology::PciDevice& d : e->hardware->pci)
       if (d.is_accelerator() && !e->usage.devices.count(d.address)) stranded.insert(d.address);
     std::string reason;
     for (size_t f = 0; f < flavors.size() && !stranded.empty(); ++f) {
-      const Fill& fill = fills[f].at(e->usage_key);
+      const Fill& fill = fill_of(i, f);
       std::set<std::string> still;
       std::set_intersection(stranded.begin(), stranded.end(), fill.free_left.begin(), fill.free_left.end(),
                             std::inserter(still, still.end()));

@@ -8,7 +8,11 @@
 // what is computed, once per distinct (hardware, policy, usage).
 // Eligible hosts are those the scheduler would consider: enabled, not stale, matching --where.
 //
-// Thread-safety: reads the view only.
+// The distinct states' fills are independent, so they run on a few threads (CapacityOptions::
+// threads); each fill has its own placement::HostState, and the report is assembled in host and
+// flavor order afterwards, so it is the same for any number of threads.
+//
+// Thread-safety: reads the view only; the view must not change during the call.
 #pragma once
 
 #include <cstdint>
@@ -22,11 +26,18 @@
 
 namespace accel::fleet {
 
+/// Threads Capacity uses by default: the machine's hardware threads, at most this many (the
+/// fills of one fleet run out before more threads pay off, and a service shares its host).
+inline constexpr int kMaxDefaultCapacityThreads = 8;
+
 struct CapacityOptions {
   std::vector<LabelRequirement> where;  ///< only hosts matching every term
   std::string group_by;                 ///< label key to break counts down by; "" = none
   int64_t now_unix = 0;                 ///< for staleness; 0 = the view's taken_at
   int max_per_host = 4096;              ///< stop filling one host after this many instances
+  /// Threads filling host states: 0 = std::thread::hardware_concurrency(), at most
+  /// kMaxDefaultCapacityThreads; 1 = on the calling thread only. The report does not depend on it.
+  int threads = 0;
 };
 
 struct FlavorCapacity {
@@ -55,7 +66,9 @@ struct CapacityReport {
   int engine_fills = 0;                   ///< distinct host states filled (for benchmarks)
 };
 
-/// Computes capacity for `flavors` (requests built from them) over `view`.
+/// Computes capacity for `flavors` (requests built from them) over `view`, on
+/// options.threads threads (the caller's among them). Rethrows the first exception a fill
+/// throws, after every thread has stopped.
 CapacityReport Capacity(const FleetView& view, const std::vector<placement::PlacementRequest>& flavors,
                         const CapacityOptions& options);
 

@@ -263,5 +263,50 @@ TEST(Capacity, IdenticalHostsAreFilledOnce) {
   EXPECT_EQ(Capacity(view, {RequestOf(two)}, co).flavors[0].count, 29 * 3);
 }
 
+// Every field of a report as text, so two reports compare whole and a difference prints.
+std::string ReportText(const CapacityReport& r) {
+  std::string s = "eligible " + std::to_string(r.eligible_hosts) + " fills " + std::to_string(r.engine_fills) +
+                  " stranded " + std::to_string(r.stranded_accelerators) + "\n";
+  for (const FlavorCapacity& f : r.flavors) {
+    s += f.flavor + ": " + std::to_string(f.count) + " runs out first: " + f.runs_out_first + "\n";
+    for (const auto& [g, n] : f.by_group) s += "  group " + g + " " + std::to_string(n) + "\n";
+    for (const auto& [cause, hosts] : f.stops_on) s += "  stops on " + cause + " " + std::to_string(hosts) + "\n";
+  }
+  for (const StrandedHost& h : r.stranded) {
+    s += h.host + " free " + std::to_string(h.free_accelerators) + " stranded";
+    for (const std::string& a : h.stranded) s += " " + a;
+    s += " because " + h.reason + "\n";
+  }
+  return s;
+}
+
+// The fills run on threads, but the report is the serial one, whatever the thread count.
+TEST(Capacity, ThreadsGiveTheSerialReport) {
+  int fills = 0;
+  for (uint64_t seed = 7000; seed < 7040; ++seed) {
+    std::mt19937_64 rng(seed);
+    FleetShape shape;
+    shape.hosts = Uniform(rng, 20, 80);
+    shape.max_claims_per_host = 3;
+    TestFleet fleet = RandomFleet(rng, shape);
+    const FleetView view = FleetView::FromSnapshot(fleet.snapshot);
+    std::vector<placement::PlacementRequest> reqs;
+    const int flavors = Uniform(rng, 1, 5);
+    for (int f = 0; f < flavors; ++f) reqs.push_back(RequestOf(CapacityShape(rng, testing::SomeHostsGpu(rng, fleet))));
+    CapacityOptions co;
+    co.group_by = Chance(rng, 50) ? "az" : "";
+    if (Chance(rng, 30)) co.max_per_host = Uniform(rng, 1, 4);
+    co.threads = 1;
+    const CapacityReport serial = Capacity(view, reqs, co);
+    fills += serial.engine_fills;
+    const std::string expected = ReportText(serial);
+    for (int threads : {4, 0, 3}) {
+      co.threads = threads;
+      EXPECT_EQ(ReportText(Capacity(view, reqs, co)), expected) << "seed " << seed << ", " << threads << " threads";
+    }
+  }
+  EXPECT_GT(fills, 500) << "the fleets should have many distinct states for the threads to share";
+}
+
 }  // namespace
 }  // namespace accel::fleet
