@@ -6,6 +6,7 @@
 #include <mutex>
 #include <set>
 #include <string_view>
+#include <system_error>
 #include <thread>
 #include <unordered_map>
 
@@ -93,7 +94,13 @@ std::vector<Fill> FillStates(const std::vector<const HostEntry*>& states,
   };
   std::vector<std::thread> pool;
   pool.reserve(static_cast<size_t>(threads - 1));
-  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+  for (int t = 1; t < threads; ++t) {
+    try {
+      pool.emplace_back(work);
+    } catch (const std::system_error&) {
+      break;  // no more threads to be had (limits): the ones started and this one do the rest
+    }
+  }
   work();  // the calling thread is one of the workers
   for (std::thread& t : pool) t.join();
   if (error) std::rethrow_exception(error);
