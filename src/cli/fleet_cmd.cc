@@ -388,6 +388,7 @@ struct PlaceOptions {
   bool claim = false;
   int alternates = 4;
   std::string seed;
+  int subset_size = 1;
   std::string output = "text";
 };
 
@@ -406,6 +407,7 @@ int PlaceThroughServer(const PlaceOptions& o) {
   body["claim"] = o.claim;
   body["alternates"] = o.alternates;
   if (!o.seed.empty()) body["seed"] = o.seed;
+  if (o.subset_size != 1) body["subset_size"] = o.subset_size;
   nlohmann::ordered_json doc = CallServer(o.server, "POST", "/api/v1/place", body.dump());
   const bool placed = doc.value("placed", false);
   if (o.output != "text") {
@@ -447,6 +449,10 @@ int Place(const PlaceOptions& o) {
   so.different_hosts = o.different_hosts;
   so.alternates = o.alternates;
   so.tiebreak_seed = o.seed;
+  so.subset_size = o.subset_size;
+  if (so.subset_size > 1 && so.tiebreak_seed.empty())
+    throw InputError("--subset-size", std::to_string(so.subset_size), "chooses among the best hosts by the seed's order",
+                     "give the scheduler an identity with --seed (e.g. --seed $(hostname))");
   // A store that does not exist yet has no hosts: nothing fits, nothing is created.
   auto store = OpenForReading(o.store);
   fleet::FleetView view;
@@ -606,6 +612,10 @@ void RegisterPlaceAndClaims(CLI::App* fleet_cmd, int* exit_code) {
   p->add_option("--alternates", po->alternates, "next-best hosts kept per instance for claim retries")
       ->check(CLI::Range(0, 64))->capture_default_str();
   p->add_option("--seed", po->seed, "scheduler identity: orders equally good hosts differently per replica");
+  p->add_option("--subset-size", po->subset_size,
+                "Nova's host_subset_size: choose among the N best hosts by --seed's order, so schedulers\n"
+                "that share a fleet rarely race for one host (needs --seed)")
+      ->check(CLI::Range(1, 64))->capture_default_str();
   p->add_option("-o,--output", po->output, "text, json, yaml, or libvirt (one instance)")
       ->check(CLI::IsMember({"text", "json", "yaml", "libvirt"}))->capture_default_str();
   p->callback([po, exit_code] { *exit_code = Guarded("fleet place", [&] { return Place(*po); }); });

@@ -324,7 +324,8 @@ ScheduleResult Schedule(const FleetView& view, const placement::PlacementRequest
     result.hosts_ranked = static_cast<int>(ranked.size());
 
     // Best first; sort only as deep as needed (most decisions end in the first few dozen).
-    const int wanted = 1 + std::max(0, options.alternates);
+    const int subset = seeded ? std::max(1, options.subset_size) : 1;
+    const int wanted = std::max(subset, 1 + std::max(0, options.alternates));
     std::vector<Candidate> found;
     size_t sorted = 0;
     for (size_t pos = 0; pos < ranked.size() && static_cast<int>(found.size()) < wanted; ++pos) {
@@ -355,6 +356,14 @@ ScheduleResult Schedule(const FleetView& view, const placement::PlacementRequest
       result.why_not = causes.MostHostsFirst();
       return result;
     }
+    // Nova's host_subset_size, seeded: the first of the best `subset` hosts in the seed's order.
+    size_t pick = 0;
+    for (size_t k = 1; k < found.size() && k < static_cast<size_t>(subset); ++k)
+      if (SeededTiebreak(seed_hash, view.rows()[found[k].host_index].name_hash) <
+          SeededTiebreak(seed_hash, view.rows()[found[pick].host_index].name_hash))
+        pick = k;
+    std::rotate(found.begin(), found.begin() + static_cast<long>(pick), found.begin() + static_cast<long>(pick) + 1);
+    found.resize(std::min(found.size(), static_cast<size_t>(1 + std::max(0, options.alternates))));
     InstanceDecision d;
     d.chosen = std::move(found.front());
     d.alternates.assign(std::make_move_iterator(found.begin() + 1), std::make_move_iterator(found.end()));

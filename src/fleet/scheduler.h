@@ -17,7 +17,9 @@
 //      tiebreak seed (one per scheduler replica) a seeded hash of it, so replicas that see the
 //      same fleet do not all race for the same host.
 //   4. Run the engine down that order, once per distinct (hardware, policy, usage), until the
-//      best host that fits plus `alternates` more are found.
+//      best host that fits plus `alternates` more are found (at least `subset_size` hosts).
+//   5. With subset_size > 1 and a seed, choose among the best subset_size by the seeded order
+//      (Nova's host_subset_size, made deterministic); the rest, best first, are the alternates.
 // Deterministic: same view, request, options and seed, same answer.
 //
 // When not every instance fits, every host that did not take one is explained, counted per
@@ -49,6 +51,11 @@ struct ScheduleOptions {
   int count = 1;                  ///< instances to place
   bool different_hosts = false;   ///< no two instances on one host
   int alternates = 4;             ///< ranked next-best hosts kept per instance for claim retries
+  /// Nova's host_subset_size: with a tiebreak seed, the chosen host is one of the best
+  /// `subset_size` hosts that fit (the one first in the seed's order), the others stay
+  /// alternates. Replicas that see the same fleet then choose different hosts even where the
+  /// ranking has no ties (pack orders by exact free CPU counts). 1 = always the best host.
+  int subset_size = 1;
   /// Identifies the scheduler replica; "" = rank equal hosts by name. Replicas that each use
   /// their own seed spread over equally good hosts instead of racing for the first.
   std::string tiebreak_seed;

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_test_util.h"
+#include "fleet/fleet_store.h"
 
 namespace accel::cli {
 namespace {
@@ -244,6 +245,16 @@ TEST_F(FleetCmdTest, PlaceClaimReleaseAndAudit) {
   EXPECT_EQ(audit.exit_code, 0) << audit.output;
   EXPECT_NE(audit.output.find("consistent"), std::string::npos) << audit.output;
 
+  // --subset-size picks among the best hosts by the seed's order; it needs a seed.
+  RunResult no_seed = Accel("fleet place " + store_ + " " + Flavor("gpu-1g.yaml") + " --subset-size 2");
+  EXPECT_EQ(no_seed.exit_code, 2) << no_seed.output;
+  EXPECT_NE(no_seed.output.find("--seed"), std::string::npos) << no_seed.output;
+  std::set<std::string> seeded_hosts;
+  for (const char* seed : {"a", "b", "c", "d", "e", "f"})
+    seeded_hosts.insert(Json("fleet place " + store_ + " " + Flavor("gpu-1g.yaml") + " --subset-size 3 --seed " + seed +
+                             " -o json")["instances"][0]["host"].get<std::string>());
+  EXPECT_GT(seeded_hosts.size(), 1u) << "six seeds over three fitting hosts all chose one";
+
   // Text output names the host and the claim.
   RunResult text = Accel("fleet place " + store_ + " " + Flavor("gpu-1g.yaml") + " --claim");
   EXPECT_EQ(text.exit_code, 0) << text.output;
@@ -379,7 +390,7 @@ TEST_F(FleetCmdTest, StoreMigrateAndStatus) {
   EXPECT_EQ(r.exit_code, 1) << r.output;  // --help: 1 needs migrate (an empty database)
   r = Accel("fleet store migrate " + store_);
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("schema 0 -> 2"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("schema 0 -> " + std::to_string(fleet::FleetStore::kSchemaVersion)), std::string::npos) << r.output;
   r = Accel("fleet store migrate " + store_);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("already current"), std::string::npos) << r.output;

@@ -572,6 +572,61 @@ TEST(SchedulerBruteForce, NicAndLegacyRequestsMatchBruteForce) {
   std::cout << "[ measure  ] " << trials << " NIC/legacy requests: " << placed << " placed, " << refused << " refused\n";
 }
 
+// subset_size (Nova's host_subset_size, seeded): the chosen host is one of the best subset_size
+// fitting hosts — fewer than subset_size fits rank strictly better — and every offered host is
+// a fit; without a seed it changes nothing. Replicas with their own seeds spread over the subset.
+TEST(SchedulerBruteForce, SubsetSizeChoosesAmongTheBestFits) {
+  int spread_out = 0, trials = 0;
+  for (uint64_t seed = 12001; seed <= 13000; ++seed) {
+    std::mt19937_64 rng(seed);
+    FleetShape shape;
+    shape.hosts = Uniform(rng, 4, 12);
+    TestFleet fleet = RandomFleet(rng, shape);
+    const FleetView view = FleetView::FromSnapshot(fleet.snapshot);
+    const placement::PlacementRequest req = RequestOf(RandomGpuShape(rng, testing::SomeHostsGpu(rng, fleet)));
+    ScheduleOptions o;
+    o.strategy = Chance(rng, 30) ? FleetStrategy::kSpread : FleetStrategy::kPack;
+    o.alternates = Uniform(rng, 0, 4);
+    o.subset_size = Uniform(rng, 2, 6);
+    const std::vector<Fit> fits = BruteForce(fleet, fleet.usage, req, o);
+    if (fits.size() < 2) continue;
+    ++trials;
+    const std::string context = "seed " + std::to_string(seed) + " subset " + std::to_string(o.subset_size) + ": ";
+    EXPECT_EQ(Describe(Schedule(view, req, o)), [&] {
+      ScheduleOptions plain = o;
+      plain.subset_size = 1;
+      return Describe(Schedule(view, req, plain));
+    }()) << context << "without a seed subset_size must change nothing";
+    std::set<std::string> chosen;
+    for (int replica = 0; replica < 8; ++replica) {
+      ScheduleOptions seeded = o;
+      seeded.tiebreak_seed = "replica-" + std::to_string(replica);
+      const ScheduleResult r = Schedule(view, req, seeded);
+      ASSERT_TRUE(r.all_placed) << context;
+      const InstanceDecision& d = r.instances[0];
+      std::map<std::string, Prefix> prefix;
+      for (const Fit& f : fits) prefix[f.host] = f.prefix;
+      ASSERT_TRUE(prefix.count(d.chosen.host)) << context << d.chosen.host << " does not fit";
+      int better = 0;
+      for (const Fit& f : fits) better += f.prefix < prefix[d.chosen.host] ? 1 : 0;
+      EXPECT_LT(better, o.subset_size) << context << seeded.tiebreak_seed << " chose " << d.chosen.host << "\n"
+                                       << Describe(r);
+      EXPECT_LE(d.alternates.size(), static_cast<size_t>(o.alternates)) << context;
+      std::set<std::string> offered = {d.chosen.host};
+      for (size_t k = 0; k < d.alternates.size(); ++k) {
+        ASSERT_TRUE(prefix.count(d.alternates[k].host)) << context << d.alternates[k].host << " does not fit";
+        if (k > 0) EXPECT_LE(prefix[d.alternates[k - 1].host], prefix[d.alternates[k].host]) << context;
+        EXPECT_TRUE(offered.insert(d.alternates[k].host).second) << context << "offered twice";
+      }
+      EXPECT_EQ(Describe(Schedule(view, req, seeded)), Describe(r)) << context << "not deterministic";
+      chosen.insert(d.chosen.host);
+    }
+    if (chosen.size() > 1) ++spread_out;
+  }
+  EXPECT_GT(spread_out, trials / 3) << "replicas should often choose different hosts";
+  std::cout << "[ measure  ] " << trials << " fleets: replicas chose different hosts in " << spread_out << "\n";
+}
+
 TEST(Scheduler, CauseOfNamesTheResource) {
   EXPECT_EQ(CauseOf("PCI alias 'h100': 2 free matching devices on the host, needs 4"), "PCI devices");
   EXPECT_EQ(CauseOf("host: 3 free pinnable CPUs, needs 8"), "CPUs");
