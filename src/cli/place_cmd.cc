@@ -8,6 +8,9 @@
 #include "common/error.h"
 #include "common/yaml_out.h"
 #include "fleet/fleet_store.h"
+#include "fleet/host_policy_file.h"
+#include "fleet/host_record.h"
+#include "fleet/store_url.h"
 #include "placement/engine.h"
 #include "placement/flavor.h"
 #include "placement/libvirt_domain.h"
@@ -82,6 +85,32 @@ HostUsage CurrentUsage(const std::string& url, const std::string& host) {
   return fleet::FleetStore::Open(url)->UsageOf(host);
 }
 
+// The policy to place with. A host of the fleet inventory has its operator's policy in the
+// store (cpu_dedicated_set, reserved memory, ...): placing there with another one would claim
+// CPUs a fleet scheduler would not, so with no policy flags the stored one is used, and flags
+// that say otherwise are refused. A host the store does not know takes the flags.
+HostPolicy PolicyFor(const topology::HostTopology& host, const PlaceOptions& o, const std::string& url) {
+  const HostPolicy flags = MakePolicy(o);
+  fleet::StoreUrl parsed = fleet::ParseStoreUrl(url);
+  if (parsed.engine == fleet::StoreUrl::kSqlite && !std::filesystem::exists(parsed.target)) return flags;
+  std::optional<fleet::HostRecord> record = fleet::FleetStore::Open(url)->GetHost(host.hostname);
+  if (!record) return flags;
+  if (o.claim && fleet::TopologyId(host) != record->topology_id)
+    throw InputError("--topology", o.topology,
+                     "host " + host.hostname + " is in the fleet store " + parsed.display +
+                         " with other hardware; a claim made on this hardware could double-book the stored one",
+                     "update the inventory first: accel fleet host update --store " + parsed.display +
+                         " --name " + host.hostname + " --topology " + o.topology);
+  const nlohmann::json given = fleet::HostPolicyToJson(flags);
+  const nlohmann::json stored = fleet::HostPolicyToJson(record->policy);
+  if (given == fleet::HostPolicyToJson(HostPolicy{}) || given == stored) return record->policy;
+  throw InputError("host policy flags", given.dump(),
+                   "host " + host.hostname + " is in the fleet store " + parsed.display +
+                       " with the policy " + stored.dump() + "; placing it with another would claim what fleet "
+                       "schedulers would not",
+                   "drop the policy flags (the stored policy is used), or change it with accel fleet host update --policy FILE");
+}
+
 Outcome PlaceOne(const topology::HostTopology& host, const placement::PlacementRequest& req,
                  const HostPolicy& policy, const PlaceOptions& o, const std::string& state) {
   Outcome out{req, {}, ""};
@@ -125,7 +154,6 @@ void Print(const std::vector<Outcome>& outcomes, const topology::HostTopology& h
 
 void Run(const PlaceOptions& o, int* exit_code) {
   const topology::HostTopology host = topology::LoadTopology(o.topology);
-  const HostPolicy policy = MakePolicy(o);
   placement::PciAliasTable aliases;
   if (!o.aliases.empty()) aliases = placement::LoadPciAliases(o.aliases);
   std::vector<placement::Flavor> flavors = placement::LoadFlavors(o.flavor);
@@ -140,6 +168,7 @@ void Run(const PlaceOptions& o, int* exit_code) {
   const std::string state = !o.store.empty()   ? o.store
                             : !o.state.empty() ? "sqlite:" + o.state
                                                : fleet::DefaultStoreUrl();
+  const HostPolicy policy = PolicyFor(host, o, state);
   std::vector<Outcome> outcomes;
   bool all_fit = true;
   for (const placement::PlacementRequest& req : requests) {
@@ -168,6 +197,8 @@ void RegisterPlace(CLI::App& app, int* exit_code) {
       "      --flavor examples/flavors/gpu-1g.yaml --aliases examples/flavors/aliases.json\n"
       "  accel place --topology live --flavor my-flavor.json --claim      # hold the resources\n"
       "  accel place ... -o libvirt > guest.xml && virsh define guest.xml\n\n"
+      "A host that is in the fleet inventory (accel fleet host add) is placed with its stored\n"
+      "policy; policy flags that contradict it, or --claim on other hardware, are refused.\n\n"
       "Exit status: 0 placed; 1 no fit (the reasons are printed); 2 bad input (file, field, fix);\n"
       "5 the claim store refused (permissions, disk, locked by another process).");
   cmd->add_option("--topology", opts->topology,

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_test_util.h"
+#include "common/structured_file.h"
 #include "fleet/fleet_store.h"
 
 namespace accel::cli {
@@ -378,6 +379,32 @@ TEST_F(FleetCmdTest, AccelPlaceClaimsLandInTheSameStore) {
   EXPECT_EQ(h["accelerators"]["free"], 7);
   EXPECT_EQ(h["claims"].size(), 1u);
   EXPECT_EQ(Accel("fleet audit " + fleet_store).exit_code, 0);
+  // A host of the inventory is placed with its stored policy: without policy flags the stored
+  // cpu_dedicated_set holds; flags that contradict it, or other hardware, are refused.
+  WriteFile(dir_ / "policy.yaml", "cpu_dedicated_set: \"56-111,168-223\"\n");  // node 1 only
+  ASSERT_EQ(Accel("fleet host update " + fleet_store + " --name hgx-h100 --policy " + (dir_ / "policy.yaml").string())
+                .exit_code,
+            0);
+  nlohmann::json stored = Json("place --topology " + Src("fixtures/hosts/hgx-h100.json") + " " + Flavor("gpu-1g.yaml") +
+                               " --claim --state " + state + " -o json");
+  ASSERT_TRUE(stored.contains("claim")) << stored.dump(2);
+  for (const auto& cell : stored["placement"]["cells"])
+    for (const auto& [vcpu, host_cpu] : cell["pinning"].items()) {
+      const int cpu = host_cpu.get<int>();
+      EXPECT_TRUE((cpu >= 56 && cpu <= 111) || cpu >= 168) << "vCPU " << vcpu << " pinned outside the stored "
+                                                           << "cpu_dedicated_set: " << stored.dump(2);
+    }
+  RunResult contradict = Accel("place --topology " + Src("fixtures/hosts/hgx-h100.json") + " " + Flavor("gpu-1g.yaml") +
+                               " --cpu-dedicated-set 2-20 --claim --state " + state);
+  EXPECT_EQ(contradict.exit_code, 2) << contradict.output;
+  EXPECT_NE(contradict.output.find("fleet host update"), std::string::npos) << contradict.output;
+  nlohmann::json h200 = nlohmann::json::parse(ReadWholeFile(Src("fixtures/hosts/hgx-h200.json")));
+  h200["hostname"] = "hgx-h100";
+  WriteFile(dir_ / "renamed-h200.json", h200.dump());
+  RunResult other_hw = Accel("place --topology " + (dir_ / "renamed-h200.json").string() + " " +
+                             Flavor("gpu-1g.yaml") + " --claim --state " + state);
+  EXPECT_EQ(other_hw.exit_code, 2) << other_hw.output;
+  ASSERT_EQ(Accel("fleet release " + fleet_store + " " + stored["claim"].get<std::string>()).exit_code, 0);
   // And `accel claims --state` sees a fleet claim.
   ASSERT_EQ(Accel("fleet place " + fleet_store + " " + Flavor("gpu-1g.yaml") + " --claim").exit_code, 0);
   RunResult list = Accel("claims --state " + state + " -o json", false);
