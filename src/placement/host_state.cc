@@ -1,28 +1,19 @@
 #include "placement/host_state.h"
 
+#include <algorithm>
 #include <utility>
 
+#include "common/small_vector.h"
+
 namespace accel::placement {
-
-namespace {
-
-// Every host CPU `p` holds: pinned vCPUs, what the pinning consumes, the emulator's CPUs.
-CpuSet HeldCpus(const Placement& p) {
-  CpuSet cpus = p.emulator_consumed_cpus.Union(p.emulator_cpus);
-  for (const CellPlacement& c : p.cells) {
-    cpus = cpus.Union(c.consumed_cpus);
-    for (const auto& [vcpu, cpu] : c.pinning) cpus.Add(cpu);
-  }
-  return cpus;
-}
-
-}  // namespace
 
 HostState::HostState(const topology::HostTopology& host, HostUsage usage, HostPolicy policy)
     : host_(&host), usage_(std::move(usage)), policy_(std::move(policy)) {
   sets_ = HostCpuSetsOf(host, usage_, policy_);
   nodes_ = BuildNodeViews(host, sets_, usage_, policy_, /*keep_cores=*/true);
   room_ = FloatingRoomOf(nodes_, usage_);
+  for (const topology::PciDevice& d : host.pci)
+    if (int i = host.NodeIndex(d.numa_node); d.is_accelerator() && i >= 0) accelerators_.emplace_back(d.address, i);
   // Each node's pools as an unused host has them (the policy's reservation applied): free + held,
   // unless a pool is overbooked (0 free, pages held), where only a view of the unused node says.
   pool_room_.resize(nodes_.size());
@@ -74,19 +65,18 @@ void HostState::Refresh(const Placement& p, bool applied) {
   sets_.pinned = std::move(pinned);
 
   const size_t n = nodes_.size();
-  std::vector<char> has_cell(n, 0), recount_devices(n, 0);
-  std::vector<int> device_delta(n, 0);
+  SmallVector<char, 64> has_cell(n, 0), recount_devices(n, 0);
+  SmallVector<int, 64> device_delta(n, 0);
   for (const CellPlacement& c : p.cells)
     if (int i = host_->NodeIndex(c.host_node); i >= 0) has_cell[i] = 1;
   for (const DevicePlacement& d : p.devices) {
-    const topology::PciDevice* dev = host_->FindPci(d.address);
-    if (!dev || !dev->is_accelerator()) continue;
-    const int i = host_->NodeIndex(dev->numa_node);
-    if (i < 0) continue;
+    auto acc = std::find_if(accelerators_.begin(), accelerators_.end(),
+                            [&](const auto& a) { return a.first == d.address; });
+    if (acc == accelerators_.end()) continue;  // not an accelerator, or of no known node
     // Apply succeeded, so each of p's devices went from free to used exactly once. A release
     // trusts its caller, so the node is counted again rather than assumed.
-    if (applied) --device_delta[i];
-    else recount_devices[i] = 1;
+    if (applied) --device_delta[acc->second];
+    else recount_devices[acc->second] = 1;
   }
   const bool cpus_changed = !changed.Empty();
   for (size_t i = 0; i < n; ++i) {

@@ -12,6 +12,8 @@
 #pragma once
 
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "placement/node_view.h"
@@ -60,6 +62,9 @@ class HostState {
   /// Per node, its page pools with what an unused host leaves free (after the policy's
   /// reservation): the base Apply/Release subtract the pages held from.
   std::vector<std::vector<PoolView>> pool_room_;
+  /// The host's accelerators of a known node: address (the topology's string) and node index,
+  /// so Apply finds a claim's GPUs among a few entries instead of every PCI function.
+  std::vector<std::pair<std::string_view, int>> accelerators_;
 };
 
 }  // namespace accel::placement
