@@ -5,7 +5,7 @@
 //               [--no-nova] [--nova-candidates 1000] [--nova-rounds 3] [--capacity-runs 3]
 //   fleet_bench --claims [--hosts 2000] [--claimers 16] [--claims-each 60] [--refresh-ms 500]
 //               [--strategy pack|spread] [--scrambled-names] [--refresh-every K] [--hold N]
-//               [--kills N | --restart [--seconds 20] [--outage 3]] [--json FILE]
+//               [--kills N | --restart [--seconds 20] [--outage 3]] [--replicas R] [--json FILE]
 //
 // Default mode, all in this process, no database (a service holds the same view in memory):
 //   1. A fleet of --hosts hosts of 8 SKUs: the repository's host fixtures (HGX H100, HGX H200,
@@ -75,6 +75,7 @@
 #include "fleet/fleet_view.h"
 #include "fleet/host_record.h"
 #include "fleet/scheduler.h"
+#include "fleet/service.h"
 #include "placement/engine.h"
 #include "placement/flavor.h"
 #include "placement/pci_alias.h"
@@ -763,6 +764,10 @@ struct Args {
   int kills = 0;
   bool restart = false;
   double outage = 3;       ///< --restart: seconds the server stays down
+  /// Claims mode: 0 = every claimer a process with its own view; R > 0 = R scheduler replicas
+  /// (processes, each one FleetService as `accel fleet serve` runs it) and the claimers threads
+  /// sending place requests to them in turn (in process: Handle(), no HTTP).
+  int replicas = 0;
 };
 
 /// Prints the usage; exits 0 for --help (`error` empty), else 2 after the error.
@@ -774,7 +779,8 @@ struct Args {
                "                   [--source-dir DIR] [--shared-dir DIR]\n"
                "       fleet_bench --claims [--hosts N] [--claimers N] [--claims-each N] [--refresh-ms MS]\n"
                "                   [--strategy pack|spread] [--scrambled-names]\n"
-               "                   [--refresh-every K] [--hold N] [--kills N | --restart [--seconds S] [--outage S]] [--json FILE]\n";
+               "                   [--refresh-every K] [--hold N] [--kills N | --restart [--seconds S] [--outage S]]\n"
+               "                   [--replicas R] [--json FILE]\n";
   std::exit(error.empty() ? 0 : 2);
 }
 
@@ -823,12 +829,15 @@ Args ParseArgs(int argc, char** argv) {
     else if (k == "--claims-each") a.claims_each = static_cast<long>(number());
     else if (k == "--hold") a.hold = static_cast<int>(number());
     else if (k == "--outage") a.outage = number();
+    else if (k == "--replicas") a.replicas = static_cast<int>(number());
     else if (k == "-h" || k == "--help") Usage("");
     else Usage("unknown argument " + k);
   }
   if (a.hosts < 0) a.hosts = a.claims ? 2000 : 10000;
   if (a.shared_dir.empty()) a.shared_dir = a.source_dir + "/../shared";
   if (a.hosts < 100) Usage("--hosts must be at least 100");
+  if (a.replicas < 0 || (a.replicas > 0 && (a.kills > 0 || a.restart)))
+    Usage("--replicas: a positive count, for the throughput run only (not with --kills or --restart)");
   return a;
 }
 
@@ -1257,6 +1266,66 @@ pid_t StartClaimer(const ClaimerConfig& cfg, const PlacementRequest& req, Shared
   return pid;
 }
 
+/// --replicas: one scheduler replica, a FleetService (refresh every --refresh-ms, as `accel fleet
+/// serve`), and the claimer threads of slots `slots`, each sending `body` (with its own seed) to
+/// the service's place route until it has made its claims. A request that placed nothing
+/// because every candidate was taken counts as not committed and is sent again.
+[[noreturn]] void ReplicaMain(const std::string& url, int refresh_ms, const std::vector<ClaimerConfig>& slots,
+                              const nlohmann::json& body, SharedState* shared) {
+  try {
+    accel::fleet::ServiceOptions o;
+    o.store_url = url;
+    o.refresh = std::chrono::milliseconds(refresh_ms > 0 ? refresh_ms : 3600000);
+    o.connections = static_cast<int>(slots.size()) + 1;
+    const int64_t c0 = CpuNs();
+    accel::fleet::FleetService service(o);
+    for (const ClaimerConfig& cfg : slots) shared->slots[cfg.slot].refresh_cpu_ns += (CpuNs() - c0) / long(slots.size());
+    service.Start();
+    std::vector<std::thread> threads;
+    for (const ClaimerConfig& cfg : slots) {
+      threads.emplace_back([&, cfg] {
+        SlotStats& st = shared->slots[cfg.slot];
+        st.start_ns = NowNs();
+        accel::fleet::ServiceRequest req{"POST", "/api/v1/place", "", ""};
+        nlohmann::json b = body;
+        b["seed"] = cfg.seed;
+        req.body = b.dump();
+        while (!shared->stop.load() && st.claims.load() < cfg.claims_each) {
+          timespec t0{}, t1{};
+          clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+          const int64_t w = NowNs();
+          accel::fleet::ServiceReply r = service.Handle(req);
+          clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
+          st.claim_ns += NowNs() - w;
+          st.claim_cpu_ns += (t1.tv_sec - t0.tv_sec) * 1000000000L + (t1.tv_nsec - t0.tv_nsec);
+          if (r.status != 200) {
+            ++st.errors;
+            std::snprintf(st.last_error, sizeof st.last_error, "%s", r.body.c_str());
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            continue;
+          }
+          const nlohmann::json doc = nlohmann::json::parse(r.body);
+          st.retries += doc.value("retries", 0);
+          if (doc.value("placed", false)) {
+            ++st.claims;
+            st.last_success_ns = NowNs();
+          } else {
+            ++st.not_committed;
+          }
+        }
+        st.end_ns = NowNs();
+        st.done = 1;
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    service.Stop();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "replica: %s\n", e.what());
+    _exit(3);
+  }
+  _exit(0);
+}
+
 /// The checks every mode ends with: Audit, and every claim holding exactly its units.
 nlohmann::ordered_json CheckStore(const accel::test_support::PostgresServer& pg, const std::string& url) {
   nlohmann::ordered_json j;
@@ -1365,7 +1434,29 @@ int RunClaims(const Args& a, int argc, char** argv) {
   getrusage(RUSAGE_CHILDREN, &ru_before);
   std::fflush(nullptr);  // children must not inherit unflushed output
   const int64_t run_start = NowNs();
-  for (int i = 0; i < n; ++i) pids[i] = StartClaimer(cfgs[i], rq.flavor, shared);
+  std::vector<pid_t> replica_pids;
+  if (a.replicas > 0) {
+    // The place request of the same flavor (gpu-4-2cell widened to every GPU SKU), as a client
+    // of `accel fleet serve` sends it.
+    nlohmann::json body;
+    body["flavor"] = {{"name", rq.flavor_def.name}, {"vcpus", rq.flavor_def.vcpus}, {"ram", rq.flavor_def.ram_mib},
+                      {"extra_specs", nlohmann::json::object()}};
+    for (const auto& [k, v] : rq.flavor_def.extra) body["flavor"]["extra_specs"][k] = v;
+    body["aliases"] = nlohmann::json::parse(kGpuAlias);
+    body["claim"] = true;
+    body["strategy"] = a.spread ? "spread" : "pack";
+    for (int r = 0; r < a.replicas; ++r) {
+      std::vector<ClaimerConfig> mine;
+      for (int i = r; i < n; i += a.replicas) mine.push_back(cfgs[i]);
+      const pid_t pid = fork();
+      if (pid < 0) throw std::runtime_error("fork failed");
+      if (pid == 0) ReplicaMain(url, a.refresh_ms, mine, body, shared);
+      replica_pids.push_back(pid);
+    }
+    out["replicas"] = a.replicas;
+  } else {
+    for (int i = 0; i < n; ++i) pids[i] = StartClaimer(cfgs[i], rq.flavor, shared);
+  }
   std::mt19937_64 rng(a.seed);
   int kills_done = 0, kills_mid_claim = 0, restarts_of_claimers = 0;
   nlohmann::ordered_json restart_info;
@@ -1424,7 +1515,10 @@ int RunClaims(const Args& a, int argc, char** argv) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   }
-  for (int i = 0; i < n; ++i) waitpid(pids[i], nullptr, 0);
+  if (a.replicas > 0)
+    for (pid_t pid : replica_pids) waitpid(pid, nullptr, 0);
+  else
+    for (int i = 0; i < n; ++i) waitpid(pids[i], nullptr, 0);
   const int64_t run_end = NowNs();
   rusage ru_after{};
   getrusage(RUSAGE_CHILDREN, &ru_after);

@@ -580,11 +580,11 @@ std::vector<HostVersion> FleetStore::HostVersions() {
 
 FleetChanges FleetStore::ChangedSince(int64_t change, const std::function<bool(const HostRecord&)>& wants_claims) {
   SqlConnection& db = *db_;
-  SqlTransaction tx(db, false);
-  BeginSnapshot(db);
   FleetChanges out;
-  // One statement: the mark (first, so on PostgreSQL its snapshot is the transaction's), the
-  // changed hosts and the removed names.
+  // No transaction (a poll is the most frequent thing a scheduler does; BEGIN and COMMIT would
+  // be two of its four round trips): each statement reads in one snapshot of its own.
+  // Statement 1, at snapshot S1: the mark of S1, the hosts written after `change`, the names
+  // removed after it.
   const SqlResult rows = db.Exec(std::string("SELECT 'm', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, ") +
                                      ChangeMarkSql(db) +
                                      " UNION ALL SELECT 'h', " + kHostColumns +
@@ -593,6 +593,7 @@ FleetChanges FleetStore::ChangedSince(int64_t change, const std::function<bool(c
                                      "FROM removed_hosts WHERE change_number > $1",
                                  {std::to_string(change)});
   std::vector<std::string> wanted;
+  std::set<std::string> asked;
   for (const SqlRow& row : rows.rows) {
     const std::string kind = Text(row.at(0));
     if (kind == "m") {
@@ -603,23 +604,54 @@ FleetChanges FleetStore::ChangedSince(int64_t change, const std::function<bool(c
       out.hosts.push_back(HostFromRow(url(), SqlRow(row.begin() + 1, row.begin() + 10)));
       if (!wants_claims || wants_claims(out.hosts.back())) {
         wanted.push_back(out.hosts.back().name);
-        out.claims[wanted.back()];
+        asked.insert(wanted.back());
       }
     }
   }
   if (!wanted.empty()) {
-    for (const SqlRow& row : db.Exec(std::string("SELECT ") + kClaimColumns + " FROM claims WHERE " +
-                                         InListSql(db, "host", 1) + " ORDER BY created_us, created_at, id",
-                                     {InListParam(db, wanted)})
-                                 .rows) {
-      Claim c = ClaimFromRow(url(), row);
-      out.claims[c.host].push_back(std::move(c));
+    // Statement 2, at a later snapshot S2: those hosts again with their claims, so each host
+    // and its claims are one consistent state (the S2 row replaces the S1 one). The answer is
+    // then S1 for the other hosts and S2 for these: every change up to the mark is in it, and
+    // what S2 adds beyond the mark comes back in the next poll (compared by generation). A
+    // host gone by S2 is left out here; its removal is after S1, so the next poll has it.
+    std::map<std::string, HostRecord> fresh;
+    for (const SqlRow& row :
+         db.Exec(std::string("SELECT 'h', ") + kHostColumns + ", NULL, NULL, NULL, NULL, NULL, NULL FROM hosts WHERE " +
+                     InListSql(db, "name", 1) + " UNION ALL SELECT 'c', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, "
+                     "NULL, " + kClaimColumns + ", created_us FROM claims WHERE " + InListSql(db, "host", 1) +
+                     " ORDER BY 1 DESC, 16, 14, 11",  // hosts, then claims oldest first
+                 {InListParam(db, wanted)})
+             .rows) {
+      if (Text(row.at(0)) == "h") {
+        HostRecord h = HostFromRow(url(), SqlRow(row.begin() + 1, row.begin() + 10));
+        out.claims[h.name];
+        fresh.emplace(h.name, std::move(h));
+      } else {
+        Claim c = CachedClaim(SqlRow(row.begin() + 10, row.begin() + 15));
+        if (fresh.count(c.host)) out.claims[c.host].push_back(std::move(c));
+      }
     }
+    std::vector<HostRecord> hosts;
+    for (HostRecord& h : out.hosts) {
+      auto it = fresh.find(h.name);
+      if (!asked.count(h.name)) hosts.push_back(std::move(h));
+      else if (it != fresh.end()) hosts.push_back(std::move(it->second));
+    }
+    out.hosts = std::move(hosts);
   }
-  tx.Commit();
   std::sort(out.hosts.begin(), out.hosts.end(),
             [](const HostRecord& a, const HostRecord& b) { return a.name < b.name; });
   return out;
+}
+
+Claim FleetStore::CachedClaim(const SqlRow& row) {
+  const std::string id = Text(row.at(0));
+  auto it = claim_cache_.find(id);
+  if (it != claim_cache_.end() && row.at(4) && it->second.first == *row.at(4)) return it->second.second;
+  Claim c = ClaimFromRow(url(), row);
+  if (claim_cache_.size() >= kClaimCacheSize) claim_cache_.clear();
+  claim_cache_[id] = {Text(row.at(4)), c};
+  return c;
 }
 
 FleetSnapshot FleetStore::Snapshot() {
@@ -636,7 +668,7 @@ FleetSnapshot FleetStore::Snapshot() {
     if (!snap.topologies.count(h.topology_id)) snap.topologies[h.topology_id] = Topology(h.topology_id);
   for (const SqlRow& row :
        db.Exec("SELECT id, host, flavor, created_at, placement FROM claims ORDER BY created_us, created_at, id").rows)
-    snap.claims.push_back(ClaimFromRow(url(), row));
+    snap.claims.push_back(CachedClaim(row));
   tx.Commit();
   return snap;
 }

@@ -216,6 +216,9 @@ bool FleetService::RefreshNow() {
 }
 
 void FleetService::RefreshChanged(FleetStore& store) {
+  // One poll at a time: answers applied out of order could undo a newer one (a host removed in
+  // the older answer and added again in the newer).
+  std::lock_guard<std::mutex> polling(changes_mu_);
   // Claims only for hosts whose generation moved (or that are new): a heartbeat, or a row the
   // feed returns again (fleet_store.h), changes the record only.
   auto wants_claims = [this](const HostRecord& r) {
@@ -254,34 +257,28 @@ void FleetService::RefreshChanged(FleetStore& store) {
     e.record.stale_after_s = r.stale_after_s;
     view_.Upsert(std::move(e));
   }
-  int64_t mark = change_mark_.load();
-  while (changes.change > mark && !change_mark_.compare_exchange_weak(mark, changes.change)) {
-  }
+  change_mark_ = changes.change;
   view_.set_taken_at(NowUnix());
 }
 
-void FleetService::RefreshHosts(FleetStore& store, const std::vector<std::string>& names) {
-  std::vector<HostEntry> fresh;
-  std::vector<std::string> removed;
-  for (const std::string& name : names) {
-    std::optional<HostRecord> r = store.GetHost(name);
-    if (!r) {
-      removed.push_back(name);
-      continue;
-    }
-    std::vector<Claim> claims = store.ListClaims(name);
-    std::vector<const Claim*> ptrs;
-    for (const Claim& c : claims) ptrs.push_back(&c);
-    fresh.push_back(MakeHostEntry(*r, store.Topology(r->topology_id), ptrs));
-  }
+void FleetService::ApplyOwnClaim(const Candidate& c, const std::string& claim_id) {
   std::unique_lock<std::shared_mutex> lock(view_mu_);
-  for (HostEntry& e : fresh) {
-    // Two refreshes may race (the refresher and a request's own): keep the newer host.
-    const HostEntry* known = view_.Find(e.record.name);
-    if (known && known->record.generation > e.record.generation) continue;
-    view_.Upsert(std::move(e));
+  const int i = view_.IndexOf(c.host);
+  // A poll since the decision may have brought the host in already (with this claim, or with
+  // others' that the next poll completes): then leave it to the polls.
+  if (i < 0 || view_.hosts()[i].record.generation != c.generation) return;
+  if (!view_.Apply(static_cast<size_t>(i), c.placement).empty()) return;
+  HostEntry e = view_.hosts()[i];
+  e.claims.push_back(claim_id);
+  view_.Upsert(std::move(e));
+}
+
+void FleetService::RefreshAfterWrite(FleetStore& store) {
+  try {
+    RefreshChanged(store);
+  } catch (const SystemError&) {
+    store_up_ = false;  // the write is committed: answer it; the refresher catches up
   }
-  for (const std::string& name : removed) view_.Remove(name);
 }
 
 void FleetService::RecomputeCapacity() {
@@ -398,18 +395,14 @@ ServiceReply FleetService::Place(const ServiceRequest& r) {
     so.now_unix = NowUnix();
     return Schedule(view_, reqs[0], so);
   });
+  // Its own claim goes into the view at once (no statement: the view's generation of the host
+  // moves as the store's did). When a candidate was refused, the view was behind the store:
+  // one poll of the change feed brings in what the others did.
   if (claim) {
-    std::vector<std::string> touched;
-    for (const Candidate& c : outcome.instances) touched.push_back(c.host);
-    // Hosts that refused a candidate changed under us: look at them again too.
-    if (outcome.retries > 0)
-      for (const InstanceDecision& d : outcome.decision.instances) {
-        touched.push_back(d.chosen.host);
-        for (const Candidate& a : d.alternates) touched.push_back(a.host);
-      }
-    std::sort(touched.begin(), touched.end());
-    touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
-    RefreshHosts(*lease, touched);
+    if (outcome.placed && outcome.retries == 0 && outcome.instances.size() == 1)
+      ApplyOwnClaim(outcome.instances[0], outcome.claim_ids.at(0));
+    else
+      RefreshAfterWrite(*lease);
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   {
@@ -503,17 +496,11 @@ ServiceReply FleetService::Release(const std::vector<std::string>& ids, bool sin
   nlohmann::ordered_json doc;
   doc["released"] = nlohmann::ordered_json::array();
   doc["missing"] = nlohmann::ordered_json::array();
-  std::vector<std::string> hosts;
   for (const std::string& id : ids) {
-    std::optional<Claim> c = lease->GetClaim(id);
-    if (c && lease->Release(id)) {
-      doc["released"].push_back(id);
-      hosts.push_back(c->host);
-    } else {
-      doc["missing"].push_back(id);
-    }
+    if (lease->Release(id)) doc["released"].push_back(id);
+    else doc["missing"].push_back(id);
   }
-  RefreshHosts(*lease, hosts);
+  RefreshAfterWrite(*lease);
   if (single && doc["released"].empty()) return Error(404, "no claim " + ids.front());
   return Json(200, doc);
 }

@@ -41,6 +41,7 @@
 #include "fleet/capacity.h"
 #include "fleet/fleet_store.h"
 #include "fleet/fleet_view.h"
+#include "fleet/scheduler.h"
 #include "placement/request.h"
 
 namespace accel::fleet {
@@ -101,12 +102,18 @@ class FleetService {
   ServiceReply Hosts(const ServiceRequest& r);
   ServiceReply Page();
   /// Asks `store` what changed after change_mark_ (FleetStore::ChangedSince: one statement when
-  /// nothing did, plus one for the claims of hosts whose generation moved), reloads those hosts,
-  /// drops the removed ones, takes new heartbeats, and advances the mark. Throws what the store
-  /// throws (the mark stays then).
+  /// no generation moved, plus one for the hosts whose generation did, with their claims),
+  /// reloads those hosts, drops the removed ones, takes new heartbeats, and advances the mark.
+  /// Called every refresh interval, after this replica's own claims and releases, and between
+  /// the rounds of a placement whose candidates were all taken. Throws what the store throws
+  /// (the mark stays then).
   void RefreshChanged(FleetStore& store);
-  /// Reloads `names` from the store into the view (after this replica claimed or released).
-  void RefreshHosts(FleetStore& store, const std::vector<std::string>& names);
+  /// RefreshChanged after this replica's own committed claims or releases; a store failure then
+  /// only marks the store down (the write stands and is answered; the refresher catches up).
+  void RefreshAfterWrite(FleetStore& store);
+  /// Adds this replica's own committed claim `claim_id` of candidate `c` to the view, when the
+  /// view still has the host at the generation the candidate was decided on.
+  void ApplyOwnClaim(const Candidate& c, const std::string& claim_id);
   void RecomputeCapacity();
 
   ServiceOptions options_;
@@ -116,7 +123,8 @@ class FleetService {
 
   mutable std::shared_mutex view_mu_;
   FleetView view_;                    ///< guarded by view_mu_
-  /// The change feed's mark view_ is current to (FleetStore::ChangedSince); only grows.
+  std::mutex changes_mu_;              ///< serializes RefreshChanged (poll and apply)
+  /// The change feed's mark view_ is current to (FleetStore::ChangedSince).
   std::atomic<int64_t> change_mark_{0};
   CapacityReport capacity_;           ///< guarded by view_mu_; of options_.capacity_flavors
   std::chrono::steady_clock::time_point capacity_at_{};  ///< refresher thread only
