@@ -106,7 +106,7 @@ struct FleetSnapshot {
   int64_t change = 0;
 };
 
-/// What FleetStore::ChangedSince returns: every host written after a mark, read in one snapshot.
+/// What FleetStore::ChangedSince returns: every host written after a mark, and the removed ones.
 struct FleetChanges {
   /// Hosts added, updated, claimed on, released on or heartbeating after the mark, by name
   /// (may repeat hosts the caller already knows at the same generation; see the header comment),
