@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <set>
+#include <span>
 
 #include "common/min_cost_assignment.h"
 #include "placement/cell_fit.h"
@@ -37,7 +38,6 @@ AssignmentCost Level(long value, int bits, int shift) {
   return static_cast<AssignmentCost>(std::clamp(value, 0L, cap)) << shift;
 }
 
-using Devices = std::vector<std::vector<const topology::PciDevice*>>;
 
 // What the search reads of a host: a HostState's parts, or views built for one call.
 struct HostView {
@@ -51,6 +51,8 @@ struct HostView {
 // Costs, nodes and demands per call: inline up to these sizes, so typical calls allocate nothing.
 using CostMatrix = SmallVector<AssignmentCost, 64>;
 using NodeList = SmallVector<int, 16>;
+// One flag per host node: the nodes a guest sits on, for DevicePool::Choose.
+using NodeMask = SmallVector<uint8_t, 16>;
 
 // The search over one request. Costs live in a flat [cell][node] matrix; kForbidden marks a
 // pair that does not fit. Pairs are first judged from counts (CountCell); only if a chosen pair
@@ -75,7 +77,7 @@ struct Search {
   bool has_best = false;
   AssignmentCost best_cost = 0;
   NodeList best_nodes;
-  Devices best_devices;
+  DeviceChoice best_devices;
   int subsets = 0;
 
   // The levels below pci fit in 64 bits for one cell; they are built there and widened once.
@@ -134,7 +136,7 @@ struct Search {
     has_best = false;
     subsets = 0;
     if (pool.Constrains()) {
-      std::vector<int> candidates;
+      NodeList candidates;
       for (int h : pool.ConstrainingNodes())
         if (Usable(h)) candidates.push_back(h);
       EnumerateSubsets(candidates);
@@ -144,7 +146,7 @@ struct Search {
   }
 
   // Best assignment whose nodes include every node in `forced`; keeps it if better than best.
-  void TryForced(const std::vector<int>& forced) {
+  void TryForced(std::span<const int> forced) {
     if (k == 1) return TryForcedOneCell(forced);
     const AssignmentCost* c = cost.data();
     CostMatrix forced_cost;
@@ -167,22 +169,21 @@ struct Search {
     for (size_t g = 0; g < k; ++g) total += cost[g * n + assign[g]];
     for (int h : forced)
       if (std::find(assign.begin(), assign.end(), h) == assign.end()) return;
-    Devices devices;
+    if (has_best && total >= best_cost) return;  // the devices cannot make it better
+    DeviceChoice devices;
     if (!req.pci.empty()) {
-      std::vector<bool> on_node(n, false);
-      for (int h : assign) on_node[h] = true;
+      NodeMask on_node(n, 0);
+      for (int h : assign) on_node[h] = 1;
       if (!pool.Choose(on_node, false, &devices)) return;
     }
-    if (!has_best || total < best_cost) {
-      has_best = true;
-      best_cost = total;
-      best_nodes = assign;
-      best_devices = std::move(devices);
-    }
+    has_best = true;
+    best_cost = total;
+    best_nodes = assign;
+    best_devices = devices;
   }
 
   // One guest cell: the assignment is the cheapest allowed node, no Hungarian needed.
-  void TryForcedOneCell(const std::vector<int>& forced) {
+  void TryForcedOneCell(std::span<const int> forced) {
     if (forced.size() > 1) return;
     int best = -1;
     for (size_t h = 0; h < n; ++h) {
@@ -190,58 +191,59 @@ struct Search {
       if (best < 0 || cost[h] < cost[best]) best = static_cast<int>(h);
     }
     if (best < 0) return;
-    Devices devices;
+    if (has_best && cost[best] >= best_cost) return;  // the devices cannot make it better
+    DeviceChoice devices;
     if (!req.pci.empty()) {
-      std::vector<bool> on_node(n, false);
-      on_node[best] = true;
+      NodeMask on_node(n, 0);
+      on_node[best] = 1;
       if (!pool.Choose(on_node, false, &devices)) return;
     }
-    if (!has_best || cost[best] < best_cost) {
-      has_best = true;
-      best_cost = cost[best];
-      best_nodes.assign(1, best);
-      best_devices = std::move(devices);
-    }
+    has_best = true;
+    best_cost = cost[best];
+    best_nodes.assign(1, best);
+    best_devices = devices;
   }
 
-  bool Satisfiable(const std::vector<int>& node_set) const {
-    std::vector<bool> on_node(n, false);
-    for (int h : node_set) on_node[h] = true;
-    Devices unused;
-    return pool.Choose(on_node, false, &unused);
+  bool Satisfiable(std::span<const int> node_set) const {
+    NodeMask on_node(n, 0);
+    for (int h : node_set) on_node[h] = 1;
+    return pool.Choose(on_node, false, nullptr);
   }
 
   // Depth-first over subsets T of the constraining nodes (|T| ≤ cells) that can supply the
   // devices; each satisfiable T is handed to TryForced and not extended (supersets add nothing
   // a forced assignment of T would not find).
-  void EnumerateSubsets(const std::vector<int>& candidates) {
+  void EnumerateSubsets(const NodeList& candidates) {
+    NodeList t;
+    SubsetsFrom(candidates, 0, 0, t);
+  }
+
+  // One step of EnumerateSubsets: T = *t, extended by candidates from `start` on.
+  void SubsetsFrom(const NodeList& candidates, size_t start, int devices_in_t, NodeList& t) {
+    if (++subsets > kMaxSubsets) return;
+    if (Satisfiable(t)) {
+      TryForced(t);
+      return;
+    }
     const int cells = static_cast<int>(k);
+    if (static_cast<int>(t.size()) == cells) return;
     const bool count_bound = !pool.HasSocketPolicy();
-    std::vector<int> t;
-    std::function<void(size_t, int)> dfs = [&](size_t start, int devices_in_t) {
-      if (++subsets > kMaxSubsets) return;
-      if (Satisfiable(t)) {
-        TryForced(t);
-        return;
+    SmallVector<int, 16> rest;
+    for (size_t i = start; i < candidates.size(); ++i) {
+      if (count_bound) {
+        // Devices reachable: T's plus the richest (k - |T|) nodes from i on.
+        rest.clear();
+        for (size_t j = i; j < candidates.size(); ++j) rest.push_back(pool.DevicesOnNode(candidates[j]));
+        std::sort(rest.begin(), rest.end(), std::greater<int>());
+        int reach = devices_in_t + pool.DevicesOnNode(-1);
+        for (size_t j = 0; j < rest.size() && static_cast<int>(j) < cells - static_cast<int>(t.size()); ++j)
+          reach += rest[j];
+        if (reach < pool.ConstrainedSlots()) return;
       }
-      if (static_cast<int>(t.size()) == cells) return;
-      for (size_t i = start; i < candidates.size(); ++i) {
-        if (count_bound) {
-          // Devices reachable: T's plus the richest (k - |T|) nodes from i on.
-          std::vector<int> rest;
-          for (size_t j = i; j < candidates.size(); ++j) rest.push_back(pool.DevicesOnNode(candidates[j]));
-          std::sort(rest.rbegin(), rest.rend());
-          int reach = devices_in_t + pool.DevicesOnNode(-1);
-          for (size_t j = 0; j < rest.size() && static_cast<int>(j) < cells - static_cast<int>(t.size()); ++j)
-            reach += rest[j];
-          if (reach < pool.ConstrainedSlots()) return;
-        }
-        t.push_back(candidates[i]);
-        dfs(i + 1, devices_in_t + pool.DevicesOnNode(candidates[i]));
-        t.pop_back();
-      }
-    };
-    dfs(0, 0);
+      t.push_back(candidates[i]);
+      SubsetsFrom(candidates, i + 1, devices_in_t + pool.DevicesOnNode(candidates[i]), t);
+      t.pop_back();
+    }
   }
 
   // Why cell g does not fit on node h, in the mode of the last evaluation.
@@ -272,17 +274,17 @@ std::string DeviceSummary(const std::vector<NodeView>& nodes, const DevicePool& 
 }
 
 // Appends the chosen devices; each is local to the guest cell on its node, if any.
-void AddDevices(const Devices& chosen, const PlacementRequest& req, Placement* p) {
-  for (size_t r = 0; r < chosen.size(); ++r)
-    for (const topology::PciDevice* d : chosen[r]) {
-      DevicePlacement dp{req.pci[r].alias, d->address, d->vendor_id, d->device_id, d->numa_node, -1};
-      for (const CellPlacement& c : p->cells)
-        if (c.host_node == d->numa_node) dp.guest_cell = c.guest_cell;
-      if (dp.guest_cell < 0 && !req.cells.empty())
-        p->notes.push_back("device " + d->address + " (" + req.pci[r].alias + ") is not local to any guest cell (policy " +
-                           PciNumaPolicyName(req.pci[r].numa_policy) + ")");
-      p->devices.push_back(dp);
-    }
+void AddDevices(const DeviceChoice& chosen, const PlacementRequest& req, Placement* p) {
+  p->devices.reserve(p->devices.size() + chosen.size());
+  for (const auto& [r, d] : chosen) {
+    DevicePlacement dp{req.pci[r].alias, d->address, d->vendor_id, d->device_id, d->numa_node, -1};
+    for (const CellPlacement& c : p->cells)
+      if (c.host_node == d->numa_node) dp.guest_cell = c.guest_cell;
+    if (dp.guest_cell < 0 && !req.cells.empty())
+      p->notes.push_back("device " + d->address + " (" + req.pci[r].alias + ") is not local to any guest cell (policy " +
+                         PciNumaPolicyName(req.pci[r].numa_policy) + ")");
+    p->devices.push_back(std::move(dp));
+  }
 }
 
 PlaceResult PlaceFloating(const HostView& host, const PlacementRequest& req, const DevicePool& pool) {
@@ -299,8 +301,8 @@ PlaceResult PlaceFloating(const HostView& host, const PlacementRequest& req, con
   if (free_mib < req.memory_mib)
     result.no_fit.reasons.push_back("host: " + std::to_string(free_mib) + " MiB of base-page memory free, needs " +
                                     std::to_string(req.memory_mib));
-  Devices chosen;
-  if (!pool.Choose(std::vector<bool>(host.nodes.size(), false), true, &chosen)) {
+  DeviceChoice chosen;
+  if (!pool.Choose(NodeMask(host.nodes.size(), 0), true, &chosen)) {
     std::string why = PciShortfall(req, pool);
     result.no_fit.reasons.push_back(why.empty() ? "not enough free matching PCI devices" : why);
   }

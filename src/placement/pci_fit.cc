@@ -1,7 +1,6 @@
 #include "placement/pci_fit.h"
 
 #include <algorithm>
-#include <functional>
 #include <tuple>
 
 namespace accel::placement {
@@ -25,23 +24,41 @@ bool SpecMatches(const PciSpec& spec, const topology::PciDevice& dev) {
 
 DevicePool::DevicePool(const topology::HostTopology& host, const HostUsage& usage,
                        const std::vector<NodeView>& nodes, const std::vector<PciRequest>& requests)
-    : nodes_(nodes), requests_(requests), matches_(requests.size()) {
+    : nodes_(nodes), requests_(requests) {
+  match_begin_.assign(requests.size() + 1, 0);
+  per_node_.assign(nodes.size() + 1, 0);
   if (requests.empty()) return;
-  for (const topology::PciDevice& d : host.pci) {
-    if (usage.devices.count(d.address)) continue;
-    bool any = false;
-    for (size_t r = 0; r < requests.size(); ++r) {
-      bool m = std::any_of(requests[r].specs.begin(), requests[r].specs.end(),
-                           [&](const PciSpec& s) { return SpecMatches(s, d); });
-      if (m) matches_[r].push_back(static_cast<int>(candidates_.size()));
-      any = any || m;
+  for (const PciRequest& r : requests) {
+    if (r.numa_policy != PciNumaPolicy::kPreferred) {
+      constrains_ = true;
+      constrained_slots_ += r.count;
     }
-    if (any) candidates_.push_back({&d, host.NodeIndex(d.numa_node)});
+    has_socket_ = has_socket_ || r.numa_policy == PciNumaPolicy::kSocket;
+  }
+  auto matches = [](const PciRequest& r, const topology::PciDevice& d) {
+    return std::any_of(r.specs.begin(), r.specs.end(), [&](const PciSpec& s) { return SpecMatches(s, d); });
+  };
+  // Matching first: a host has many PCI functions (bridges, NICs, NVSwitches) and requests
+  // match few of them, so the usage lookup (a string set) is asked only of those few.
+  for (const topology::PciDevice& d : host.pci) {
+    if (!std::any_of(requests.begin(), requests.end(), [&](const PciRequest& r) { return matches(r, d); }))
+      continue;
+    if (usage.devices.count(d.address)) continue;
+    const int node = host.NodeIndex(d.numa_node);
+    candidates_.push_back({&d, node});
+    ++per_node_[node + 1];
+  }
+  // Per request, its candidates in address order (the few candidates are matched again rather
+  // than keeping a per-request list for every device).
+  for (size_t r = 0; r < requests.size(); ++r) {
+    for (size_t c = 0; c < candidates_.size(); ++c)
+      if (matches(requests[r], *candidates_[c].dev)) match_.push_back(static_cast<int>(c));
+    match_begin_[r + 1] = static_cast<int>(match_.size());
   }
 }
 
-int DevicePool::Rank(const PciRequest& req, int node, const std::vector<bool>& on_node,
-                     bool floating, const std::vector<bool>& on_package) const {
+int DevicePool::Rank(const PciRequest& req, int node, std::span<const uint8_t> on_node, bool floating,
+                     std::span<const uint8_t> on_package) const {
   const bool local = node >= 0 && on_node[node];
   const bool unknown = node < 0;
   const bool same_socket = node >= 0 && nodes_[node].package >= 0 &&
@@ -61,105 +78,104 @@ int DevicePool::Rank(const PciRequest& req, int node, const std::vector<bool>& o
   return kIneligible;
 }
 
-bool DevicePool::Choose(const std::vector<bool>& on_node, bool floating,
-                        std::vector<std::vector<const topology::PciDevice*>>* chosen) const {
-  int max_package = 0;
-  for (const NodeView& n : nodes_) max_package = std::max(max_package, n.package + 1);
-  std::vector<bool> on_package(max_package, false);
-  for (size_t i = 0; i < nodes_.size(); ++i)
-    if (on_node[i] && nodes_[i].package >= 0) on_package[nodes_[i].package] = true;
+namespace {
 
-  // One slot per wanted device; each slot's eligible candidates in preference order.
-  struct Slot {
-    size_t request;
-    std::vector<int> options;
-  };
-  std::vector<Slot> slots;
-  for (size_t r = 0; r < requests_.size(); ++r) {
-    // (rank, n-th eligible device of its node, candidate): local devices first, and among equals
-    // round-robin over nodes, so a guest spanning nodes gets its devices spread over its cells.
-    std::vector<std::tuple<int, int, int>> ranked;
-    std::vector<int> seen_on_node(nodes_.size() + 1, 0);
-    for (int c : matches_[r]) {
-      int rank = Rank(requests_[r], candidates_[c].node, on_node, floating, on_package);
-      if (rank == kIneligible) continue;
-      ranked.push_back({rank, seen_on_node[candidates_[c].node + 1]++, c});
-    }
-    std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
-      return std::tie(std::get<0>(a), std::get<1>(a)) < std::tie(std::get<0>(b), std::get<1>(b));
-    });
-    if (static_cast<int>(ranked.size()) < requests_[r].count) return false;
-    Slot s{r, {}};
-    for (const auto& [rank, nth, c] : ranked) s.options.push_back(c);
-    for (int i = 0; i < requests_[r].count; ++i) slots.push_back(s);
-  }
-  // Bipartite matching slots -> candidates by augmenting paths (Kuhn), trying each slot's
-  // options in preference order so the result leans to local devices.
-  std::vector<int> owner(candidates_.size(), -1);
-  std::function<bool(int, std::vector<bool>&)> augment = [&](int s, std::vector<bool>& seen) {
-    for (int c : slots[s].options) {
+// Bipartite matching of slots (one per wanted device) to candidates by augmenting paths
+// (Kuhn), each slot trying its options in preference order.
+struct Matching {
+  const SmallVector<int, 16>& slot_request;  // [slot] -> request
+  const SmallVector<int, 32>& options;       // options of request r: [begin[r], begin[r + 1])
+  const SmallVector<int, 8>& begin;
+  SmallVector<int, 16>& owner;  // [candidate] -> slot, -1 free
+  SmallVector<uint8_t, 16>& seen;  // [candidate], per augmenting search
+
+  bool Augment(int s) {
+    const int r = slot_request[s];
+    for (int i = begin[r]; i < begin[r + 1]; ++i) {
+      const int c = options[i];
       if (seen[c]) continue;
-      seen[c] = true;
-      if (owner[c] < 0 || augment(owner[c], seen)) {
+      seen[c] = 1;
+      if (owner[c] < 0 || Augment(owner[c])) {
         owner[c] = s;
         return true;
       }
     }
     return false;
-  };
-  for (size_t s = 0; s < slots.size(); ++s) {
-    std::vector<bool> seen(candidates_.size(), false);
-    if (!augment(static_cast<int>(s), seen)) return false;
   }
-  chosen->assign(requests_.size(), {});
-  for (size_t c = 0; c < candidates_.size(); ++c)
-    if (owner[c] >= 0) (*chosen)[slots[owner[c]].request].push_back(candidates_[c].dev);
+};
+
+}  // namespace
+
+bool DevicePool::Choose(std::span<const uint8_t> on_node, bool floating, DeviceChoice* chosen) const {
+  int max_package = 0;
+  for (const NodeView& n : nodes_) max_package = std::max(max_package, n.package + 1);
+  SmallVector<uint8_t, 8> on_package(max_package, 0);
+  for (size_t i = 0; i < nodes_.size(); ++i)
+    if (on_node[i] && nodes_[i].package >= 0) on_package[nodes_[i].package] = 1;
+  const std::span<const uint8_t> packages(on_package.data(), on_package.size());
+
+  // Each request's eligible candidates in preference order, once; one slot per wanted device.
+  struct Ranked {
+    int rank, nth, candidate;
+  };
+  SmallVector<int, 32> options;
+  SmallVector<int, 8> begin(requests_.size() + 1, 0);
+  SmallVector<int, 16> slot_request;
+  SmallVector<Ranked, 16> ranked;
+  SmallVector<int, 16> seen_on_node;
+  for (size_t r = 0; r < requests_.size(); ++r) {
+    // (rank, n-th eligible device of its node, candidate): local devices first, and among equals
+    // round-robin over nodes, so a guest spanning nodes gets its devices spread over its cells.
+    // Candidates come in ascending order, so sorting on all three keeps the stable order.
+    ranked.clear();
+    seen_on_node.assign(nodes_.size() + 1, 0);
+    for (int i = match_begin_[r]; i < match_begin_[r + 1]; ++i) {
+      const int c = match_[i];
+      const int rank = Rank(requests_[r], candidates_[c].node, on_node, floating, packages);
+      if (rank == kIneligible) continue;
+      ranked.push_back({rank, seen_on_node[candidates_[c].node + 1]++, c});
+    }
+    if (static_cast<int>(ranked.size()) < requests_[r].count) return false;
+    std::sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
+      return std::tie(a.rank, a.nth, a.candidate) < std::tie(b.rank, b.nth, b.candidate);
+    });
+    for (const Ranked& x : ranked) options.push_back(x.candidate);
+    begin[r + 1] = static_cast<int>(options.size());
+    for (int i = 0; i < requests_[r].count; ++i) slot_request.push_back(static_cast<int>(r));
+  }
+  SmallVector<int, 16> owner(candidates_.size(), -1);
+  SmallVector<uint8_t, 16> seen;
+  Matching m{slot_request, options, begin, owner, seen};
+  for (size_t s = 0; s < slot_request.size(); ++s) {
+    seen.assign(candidates_.size(), 0);
+    if (!m.Augment(static_cast<int>(s))) return false;
+  }
+  if (chosen == nullptr) return true;
+  chosen->clear();
+  for (size_t r = 0; r < requests_.size(); ++r)
+    for (size_t c = 0; c < candidates_.size(); ++c)
+      if (owner[c] >= 0 && slot_request[owner[c]] == static_cast<int>(r))
+        chosen->push_back({static_cast<int>(r), candidates_[c].dev});
   return true;
 }
 
-std::vector<int> DevicePool::ConstrainingNodes() const {
-  std::vector<bool> mark(nodes_.size(), false);
+SmallVector<int, 16> DevicePool::ConstrainingNodes() const {
+  SmallVector<uint8_t, 16> mark(nodes_.size(), 0);
   for (size_t r = 0; r < requests_.size(); ++r) {
     if (requests_[r].numa_policy == PciNumaPolicy::kPreferred) continue;
-    for (int c : matches_[r]) {
-      int node = candidates_[c].node;
+    for (int i = match_begin_[r]; i < match_begin_[r + 1]; ++i) {
+      int node = candidates_[match_[i]].node;
       if (node < 0) continue;
-      mark[node] = true;
+      mark[node] = 1;
       if (requests_[r].numa_policy != PciNumaPolicy::kSocket || nodes_[node].package < 0) continue;
-      for (size_t i = 0; i < nodes_.size(); ++i)
-        if (nodes_[i].package == nodes_[node].package) mark[i] = true;
+      for (size_t j = 0; j < nodes_.size(); ++j)
+        if (nodes_[j].package == nodes_[node].package) mark[j] = 1;
     }
   }
-  std::vector<int> out;
+  SmallVector<int, 16> out;
   for (size_t i = 0; i < mark.size(); ++i)
     if (mark[i]) out.push_back(static_cast<int>(i));
   return out;
-}
-
-int DevicePool::DevicesOnNode(int node) const {
-  return static_cast<int>(std::count_if(candidates_.begin(), candidates_.end(),
-                                        [&](const Candidate& c) { return c.node == node; }));
-}
-
-int DevicePool::MatchingCount(size_t r) const { return static_cast<int>(matches_[r].size()); }
-
-bool DevicePool::Constrains() const {
-  return std::any_of(requests_.begin(), requests_.end(), [](const PciRequest& r) {
-    return r.numa_policy != PciNumaPolicy::kPreferred;
-  });
-}
-
-int DevicePool::ConstrainedSlots() const {
-  int n = 0;
-  for (const PciRequest& r : requests_)
-    if (r.numa_policy != PciNumaPolicy::kPreferred) n += r.count;
-  return n;
-}
-
-bool DevicePool::HasSocketPolicy() const {
-  return std::any_of(requests_.begin(), requests_.end(), [](const PciRequest& r) {
-    return r.numa_policy == PciNumaPolicy::kSocket;
-  });
 }
 
 }  // namespace accel::placement

@@ -1,6 +1,8 @@
 #include "placement/usage.h"
 
 #include <algorithm>
+#include <string>
+#include <vector>
 
 namespace accel::placement {
 
@@ -11,40 +13,55 @@ namespace accel::placement {
 // affects per-node accounting, never safety.
 namespace {
 
+// One node's share of a placement; a placement touches few nodes, so a flat list, in the order
+// the placement names them, stands in for a map (Apply and Release add and subtract
+// entry by entry, which sums to the same).
+struct HeldNode {
+  int node = 0;
+  CpuSet cpus;
+  int shared_vcpus = 0;
+  uint64_t page_size_kib = 0;  // with pages > 0
+  uint64_t pages = 0;
+};
+
 struct Held {
-  std::map<int, NodeUsage> nodes;
+  std::vector<HeldNode> nodes;
   CpuSet all_cpus;  // union over nodes, to find overlaps inside the placement
 };
 
-CpuSet CellCpus(const CellPlacement& cell) {
-  CpuSet cpus = cell.consumed_cpus;
-  for (const auto& [vcpu, cpu] : cell.pinning) cpus.Add(cpu);  // consumed should hold them already
-  return cpus;
+// Adds the CPUs `cpus` to *held; `what` names them in the first error (a function, so the name
+// is written only when there is an error).
+template <typename What>
+void AddCpus(const CpuSet& cpus, What what, Held* held, std::string* first_error) {
+  if (first_error->empty() && cpus.Intersects(held->all_cpus)) {
+    *first_error = what() + " CPUs " + cpus.Intersect(held->all_cpus).ToString() +
+                   " are also used elsewhere in the same placement";
+  }
+  held->all_cpus = held->all_cpus.Union(cpus);
 }
 
 // Gathers everything `p` holds into *held. Returns "" or the first reason `p` books one CPU
 // twice itself (it still gathers the rest, so Release can undo a placement in full).
 std::string Gather(const Placement& p, Held* held) {
   std::string first_error;
-  auto add_cpus = [&](int node, const CpuSet& cpus, const std::string& what) {
-    CpuSet twice = cpus.Intersect(held->all_cpus);
-    if (!twice.Empty() && first_error.empty()) {
-      first_error = what + " CPUs " + twice.ToString() +
-                    " are also used elsewhere in the same placement";
-    }
-    held->all_cpus = held->all_cpus.Union(cpus);
-    NodeUsage& u = held->nodes[node];
-    u.pinned_cpus = u.pinned_cpus.Union(cpus);
-  };
+  held->nodes.reserve(p.cells.size() + 1);
   for (const CellPlacement& cell : p.cells) {
-    add_cpus(cell.host_node, CellCpus(cell), "guest cell " + std::to_string(cell.guest_cell));
-    NodeUsage& u = held->nodes[cell.host_node];
-    u.shared_vcpus += cell.shared_vcpus.Count();
-    if (cell.pages > 0) u.pages_used[cell.page_size_kib] += cell.pages;
+    HeldNode& u = held->nodes.emplace_back();
+    u.node = cell.host_node;
+    u.cpus = cell.consumed_cpus;
+    for (const auto& [vcpu, cpu] : cell.pinning) u.cpus.Add(cpu);  // consumed should hold them already
+    AddCpus(u.cpus, [&] { return "guest cell " + std::to_string(cell.guest_cell); }, held, &first_error);
+    u.shared_vcpus = cell.shared_vcpus.Count();
+    if (cell.pages > 0) {
+      u.page_size_kib = cell.page_size_kib;
+      u.pages = cell.pages;
+    }
   }
   if (!p.emulator_consumed_cpus.Empty()) {
-    int node = p.cells.empty() ? -1 : p.cells.front().host_node;
-    add_cpus(node, p.emulator_consumed_cpus, "emulator");
+    HeldNode& u = held->nodes.emplace_back();
+    u.node = p.cells.empty() ? -1 : p.cells.front().host_node;
+    u.cpus = p.emulator_consumed_cpus;
+    AddCpus(u.cpus, [] { return std::string("emulator"); }, held, &first_error);
   }
   return first_error;
 }
@@ -68,23 +85,25 @@ bool IsEmpty(const NodeUsage& u) {
 std::string HostUsage::Apply(const Placement& p) {
   Held held;
   if (std::string err = Gather(p, &held); !err.empty()) return err;
-  CpuSet taken = held.all_cpus.Intersect(AllPinned(*this));
-  if (!taken.Empty()) return "CPUs " + taken.ToString() + " are already pinned by another claim";
-  std::set<std::string> own;
-  for (const DevicePlacement& d : p.devices) {
-    if (devices.count(d.address)) return "device " + d.address + " is already used by another claim";
-    if (!own.insert(d.address).second) {
-      return "device " + d.address + " appears twice in the same placement";
-    }
+  if (!held.all_cpus.Empty()) {
+    CpuSet taken = held.all_cpus.Intersect(AllPinned(*this));
+    if (!taken.Empty()) return "CPUs " + taken.ToString() + " are already pinned by another claim";
+  }
+  for (size_t i = 0; i < p.devices.size(); ++i) {
+    const std::string& address = p.devices[i].address;
+    if (devices.count(address)) return "device " + address + " is already used by another claim";
+    for (size_t j = 0; j < i; ++j)
+      if (p.devices[j].address == address)
+        return "device " + address + " appears twice in the same placement";
   }
   // Every check passed: from here on nothing can fail, so usage changes all or nothing.
-  for (const auto& [id, add] : held.nodes) {
-    NodeUsage& u = nodes[id];
-    u.pinned_cpus = u.pinned_cpus.Union(add.pinned_cpus);
+  for (const HeldNode& add : held.nodes) {
+    NodeUsage& u = nodes[add.node];
+    if (!add.cpus.Empty()) u.pinned_cpus = u.pinned_cpus.Union(add.cpus);
     u.shared_vcpus += add.shared_vcpus;
-    for (const auto& [size, pages] : add.pages_used) u.pages_used[size] += pages;
+    if (add.pages > 0) u.pages_used[add.page_size_kib] += add.pages;
   }
-  devices.insert(own.begin(), own.end());
+  for (const DevicePlacement& d : p.devices) devices.insert(d.address);
   floating_vcpus += p.floating_vcpus;
   floating_memory_mib += p.floating_memory_mib;
   return "";
@@ -93,17 +112,18 @@ std::string HostUsage::Apply(const Placement& p) {
 void HostUsage::Release(const Placement& p) {
   Held held;
   Gather(p, &held);  // `p` was applied, so it has no overlap inside; ignore the answer
-  for (const auto& [id, sub] : held.nodes) {
-    auto it = nodes.find(id);
+  for (const HeldNode& sub : held.nodes) {
+    auto it = nodes.find(sub.node);
     if (it == nodes.end()) continue;
     NodeUsage& u = it->second;
-    u.pinned_cpus = u.pinned_cpus.Minus(sub.pinned_cpus);
+    if (!sub.cpus.Empty()) u.pinned_cpus = u.pinned_cpus.Minus(sub.cpus);
     u.shared_vcpus = std::max(0, u.shared_vcpus - sub.shared_vcpus);
-    for (const auto& [size, pages] : sub.pages_used) {
-      auto page = u.pages_used.find(size);
-      if (page == u.pages_used.end()) continue;
-      page->second = SubClamped(page->second, pages);
-      if (page->second == 0) u.pages_used.erase(page);
+    if (sub.pages > 0) {
+      auto page = u.pages_used.find(sub.page_size_kib);
+      if (page != u.pages_used.end()) {
+        page->second = SubClamped(page->second, sub.pages);
+        if (page->second == 0) u.pages_used.erase(page);
+      }
     }
     // Drop emptied nodes so that usage after releases equals usage rebuilt from live claims.
     if (IsEmpty(u)) nodes.erase(it);
