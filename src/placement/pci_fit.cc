@@ -11,6 +11,44 @@ constexpr int kIneligible = 1000;
 bool IsPf(const topology::PciDevice& d) { return d.sriov_total_vfs > 0; }
 }  // namespace
 
+namespace {
+
+// A PciSpec as integers, matching exactly what SpecMatches matches (Eligible and Matches
+// together), without comparing strings per device.
+struct CompiledSpec {
+  enum Type : uint8_t { kPlain, kPf, kVf };
+  int request = 0;    // index of the request the spec belongs to
+  int vendor = -1;    // -1: any
+  int product = -1;   // -1: any
+  Type type = kPlain;
+
+  static CompiledSpec Of(const PciSpec& spec, int request) {
+    CompiledSpec c;
+    c.request = request;
+    if (spec.vendor_id) c.vendor = *spec.vendor_id;
+    if (spec.product_id) c.product = *spec.product_id;
+    c.type = spec.device_type == "type-PF" ? kPf : spec.device_type == "type-VF" ? kVf : kPlain;
+    return c;
+  }
+  // What every spec requires: no bridge.
+  static bool Eligible(const topology::PciDevice& dev) {
+    return dev.role != topology::PciRole::kBridge && dev.role != topology::PciRole::kHostBridge;
+  }
+  // SpecMatches for an Eligible device.
+  bool Matches(const topology::PciDevice& dev) const {
+    if (vendor >= 0 && vendor != dev.vendor_id) return false;
+    if (product >= 0 && product != dev.device_id) return false;
+    switch (type) {
+      case kPf: return IsPf(dev);
+      case kVf: return dev.is_vf();
+      case kPlain: return !IsPf(dev) && !dev.is_vf();
+    }
+    return false;
+  }
+};
+
+}  // namespace
+
 bool SpecMatches(const PciSpec& spec, const topology::PciDevice& dev) {
   if (dev.role == topology::PciRole::kBridge || dev.role == topology::PciRole::kHostBridge)
     return false;
@@ -35,15 +73,22 @@ DevicePool::DevicePool(const topology::HostTopology& host, const HostUsage& usag
     }
     has_socket_ = has_socket_ || r.numa_policy == PciNumaPolicy::kSocket;
   }
-  auto matches = [](const PciRequest& r, const topology::PciDevice& d) {
-    return std::any_of(r.specs.begin(), r.specs.end(), [&](const PciSpec& s) { return SpecMatches(s, d); });
+  // The requests' specs as integers, once: every device is tested against all of them, and
+  // most devices (bridges, NICs, NVSwitches) match none. SpecMatches stays the definition;
+  // Compiled::Matches answers the same.
+  SmallVector<CompiledSpec, 8> specs;
+  for (size_t r = 0; r < requests.size(); ++r)
+    for (const PciSpec& spec : requests[r].specs) specs.push_back(CompiledSpec::Of(spec, static_cast<int>(r)));
+  auto matches_any = [&](const topology::PciDevice& d) {
+    if (!CompiledSpec::Eligible(d)) return false;
+    for (const CompiledSpec& c : specs)
+      if (c.Matches(d)) return true;
+    return false;
   };
-  // Matching first: a host has many PCI functions (bridges, NICs, NVSwitches) and requests
-  // match few of them, so the usage lookup (a string set) is asked only of those few.
+  // Matching first: a host has many PCI functions and requests match few of them, so the usage
+  // lookup (a string set) is asked only of those few.
   for (const topology::PciDevice& d : host.pci) {
-    if (!std::any_of(requests.begin(), requests.end(), [&](const PciRequest& r) { return matches(r, d); }))
-      continue;
-    if (usage.devices.count(d.address)) continue;
+    if (!matches_any(d) || usage.devices.count(d.address)) continue;
     const int node = host.NodeIndex(d.numa_node);
     candidates_.push_back({&d, node});
     ++per_node_[node + 1];
@@ -51,8 +96,14 @@ DevicePool::DevicePool(const topology::HostTopology& host, const HostUsage& usag
   // Per request, its candidates in address order (the few candidates are matched again rather
   // than keeping a per-request list for every device).
   for (size_t r = 0; r < requests.size(); ++r) {
-    for (size_t c = 0; c < candidates_.size(); ++c)
-      if (matches(requests[r], *candidates_[c].dev)) match_.push_back(static_cast<int>(c));
+    for (size_t c = 0; c < candidates_.size(); ++c) {
+      const topology::PciDevice& d = *candidates_[c].dev;
+      for (const CompiledSpec& spec : specs)
+        if (spec.request == static_cast<int>(r) && spec.Matches(d)) {
+          match_.push_back(static_cast<int>(c));
+          break;
+        }
+    }
     match_begin_[r + 1] = static_cast<int>(match_.size());
   }
 }
