@@ -4,7 +4,7 @@
 //   fleet_bench [--hosts 10000] [--decisions 2000] [--seed 1] [--churn 0] [--json FILE]
 //               [--no-nova] [--nova-candidates 1000] [--nova-rounds 3] [--capacity-runs 3]
 //   fleet_bench --claims [--hosts 2000] [--claimers 16] [--claims-each 60] [--refresh-ms 500]
-//               [--strategy pack|spread] [--scrambled-names] [--refresh-every K] [--hold N]
+//               [--strategy pack|spread] [--scrambled-names] [--subset-size N] [--refresh-every K] [--hold N]
 //               [--kills N | --restart [--seconds 20] [--outage 3]] [--replicas R] [--json FILE]
 //
 // Default mode, all in this process, no database (a service holds the same view in memory):
@@ -26,9 +26,7 @@
 //      (FleetView::Apply), as a service does for its own claims, so every decision sees a
 //      different fleet: the chosen host has 4 fewer GPUs and the next decision ranks and runs the
 //      engine again. (Schedule's engine memo lives inside one call; nothing is cached across
-//      decisions.) Pack (the default) and spread, each from the same starting view. Beside each,
-//      the same decisions made by CompactRanker below (the proposed fix, checked to choose the
-//      same hosts).
+//      decisions.) Pack (the default) and spread, each from the same starting view.
 //   5. Nova's anchor: bench/fleet_nova_anchor.py (run with /usr/bin/python3, Debian's
 //      python3-nova) times nova.virt.hardware.numa_fit_instance_to_host with PCI stats on
 //      --nova-candidates hosts sampled from this fleet — the same SKUs, the same claims replayed
@@ -355,156 +353,6 @@ Fleet BuildFleet(const std::vector<Sku>& skus, const std::vector<PlacementReques
 }
 
 
-// ---- what the scan would cost on compact rows ------------------------------------------------
-//
-// Not accel's scheduler: a measurement of the fix proposed in docs/benchmarks.md ("Fleet",
-// "Where a decision's time goes"). Schedule spends most of a decision visiting 10,000 HostEntry
-// objects scattered over the heap: CountCheck::Shortfall looks every matching device up in the
-// host's std::set<std::string> of used addresses, KeyOf walks a std::vector<bool> per host and
-// copies the name into a tuple, and partial_sort compares those tuples (strings included). Here
-// the same filter and the same order (strategy, fragmentation, then name = view order) run on one
-// contiguous row per host (free accelerators as a bitmask over the hardware's accelerators,
-// counts, flags), then the engine runs down that order exactly as Schedule does (memo per
-// usage_key, until 1 + alternates hosts fit). The chosen host is checked against Schedule's.
-class CompactRanker {
- public:
-  /// `node_check`: also skip hosts whose best nodes cannot hold a required-policy PCI request.
-  CompactRanker(const FleetView& view, const PlacementRequest& req, bool node_check)
-      : req_(req), node_check_(node_check) {
-    for (const placement::GuestCell& c : req.cells) pinned_ += c.dedicated_vcpus.Count();
-    rows_.resize(view.hosts().size());
-    for (size_t i = 0; i < view.hosts().size(); ++i) Update(view, i);
-  }
-
-  /// Milliseconds the last Decide spent in the placement engine.
-  double engine_ms() const { return engine_ms_; }
-
-  /// Recomputes host i's row (after FleetView::Apply changed it).
-  void Update(const FleetView& view, size_t i) {
-    const accel::fleet::HostEntry& e = view.hosts()[i];
-    const uint16_t hw = HardwareId(e.hardware.get());
-    Row r;
-    r.hw = hw;
-    r.eligible = e.record.state == accel::fleet::HostAdminState::kEnabled && !accel::fleet::IsStale(e.record, view.taken_at());
-    r.free_acc = e.summary.free_accelerators;
-    r.free_pinnable = e.summary.free_pinnable_cpus;
-    r.partial = std::find(e.summary.node_partly_used.begin(), e.summary.node_partly_used.end(), true) !=
-                e.summary.node_partly_used.end();
-    r.idle = e.summary.idle;
-    r.free_mask = 0;
-    const auto& acc = accels_[hw];
-    for (size_t j = 0; j < acc.size() && j < 64; ++j)
-      if (!e.usage.devices.count(acc[j]->address)) r.free_mask |= uint64_t{1} << j;
-    r.state = state_ids_.emplace(e.usage_key, static_cast<uint32_t>(state_ids_.size())).first->second;
-    rows_[i] = r;
-  }
-
-  /// One decision: the chosen host's index, or -1. *engine_calls: engine runs.
-  int Decide(const FleetView& view, accel::fleet::FleetStrategy strategy, int alternates, int* engine_calls) {
-    const int sign = strategy == accel::fleet::FleetStrategy::kPack ? 1 : -1;
-    using Key = std::tuple<int, int, int, int, uint32_t>;
-    ranked_.clear();
-    for (uint32_t i = 0; i < rows_.size(); ++i) {
-      const Row& r = rows_[i];
-      if (!r.eligible || r.free_pinnable < pinned_) continue;
-      bool short_of_devices = false;
-      for (size_t q = 0; q < req_.pci.size() && !short_of_devices; ++q) {
-        short_of_devices = __builtin_popcountll(r.free_mask & match_[r.hw][q]) < req_.pci[q].count;
-        // numa_policy required: every device is local to one of the guest's cells, which sit on
-        // distinct host nodes, so the best `cells` nodes must hold them (devices of no known
-        // node count on every node: the bound stays a necessary condition).
-        if (!short_of_devices && node_check_ && req_.pci[q].numa_policy == placement::PciNumaPolicy::kRequired) {
-          const auto& per_node = node_match_[r.hw][q];
-          best_.assign(per_node.size(), 0);
-          for (size_t k = 0; k < per_node.size(); ++k) best_[k] = __builtin_popcountll(r.free_mask & per_node[k]);
-          const size_t cells = std::min(best_.size(), req_.cells.size());
-          std::partial_sort(best_.begin(), best_.begin() + static_cast<long>(cells), best_.end(), std::greater<int>());
-          int sum = __builtin_popcountll(r.free_mask & unknown_node_[r.hw][q]);
-          for (size_t k = 0; k < cells; ++k) sum += best_[k];
-          short_of_devices = sum < req_.pci[q].count;
-        }
-      }
-      if (short_of_devices) continue;
-      ranked_.emplace_back(Key{sign * r.free_acc, sign * r.free_pinnable, r.partial ? 0 : 1, r.idle ? 1 : 0, i});
-    }
-    // Engine answers of this decision by state id: 0 not asked, 1 fits, 2 does not.
-    memo_.assign(state_ids_.size(), 0);
-    engine_ms_ = 0;
-    int found = 0, chosen = -1;
-    size_t sorted = 0;
-    *engine_calls = 0;
-    for (size_t pos = 0; pos < ranked_.size() && found < 1 + alternates; ++pos) {
-      if (pos == sorted) {
-        const size_t next = std::min(ranked_.size(), std::max<size_t>(64, sorted * 4));
-        std::partial_sort(ranked_.begin() + static_cast<long>(sorted), ranked_.begin() + static_cast<long>(next),
-                          ranked_.end());
-        sorted = next;
-      }
-      const uint32_t i = std::get<4>(ranked_[pos]);
-      uint8_t& known = memo_[rows_[i].state];
-      if (!known) {
-        const accel::fleet::HostEntry& e = view.hosts()[i];
-        ++*engine_calls;
-        const auto t0 = Clock::now();
-        known = placement::Place(*e.hardware, e.usage, e.record.policy, req_).fits() ? 1 : 2;
-        engine_ms_ += MsSince(t0);
-      }
-      if (known != 1) continue;
-      if (found++ == 0) chosen = static_cast<int>(i);
-    }
-    return chosen;
-  }
-
- private:
-  struct Row {
-    uint64_t free_mask = 0;   ///< bit j: the hardware's accelerator j is free
-    int free_acc = 0, free_pinnable = 0;
-    uint32_t state = 0;       ///< interned usage_key: hosts with one state share engine answers
-    uint16_t hw = 0;
-    bool eligible = false, partial = false, idle = true;
-  };
-  uint16_t HardwareId(const accel::topology::HostTopology* hw) {
-    auto it = hw_ids_.find(hw);
-    if (it != hw_ids_.end()) return it->second;
-    const uint16_t id = static_cast<uint16_t>(accels_.size());
-    hw_ids_[hw] = id;
-    std::vector<const accel::topology::PciDevice*> acc;
-    for (const auto& d : hw->pci)
-      if (d.is_accelerator()) acc.push_back(&d);
-    std::vector<uint64_t> match(req_.pci.size(), 0), unknown(req_.pci.size(), 0);
-    std::vector<std::vector<uint64_t>> by_node(req_.pci.size(), std::vector<uint64_t>(hw->numa_nodes.size(), 0));
-    for (size_t q = 0; q < req_.pci.size(); ++q)
-      for (size_t j = 0; j < acc.size() && j < 64; ++j)
-        for (const placement::PciSpec& spec : req_.pci[q].specs)
-          if (placement::SpecMatches(spec, *acc[j])) {
-            match[q] |= uint64_t{1} << j;
-            const int node = hw->NodeIndex(acc[j]->numa_node);
-            (node < 0 ? unknown[q] : by_node[q][static_cast<size_t>(node)]) |= uint64_t{1} << j;
-            break;
-          }
-    accels_.push_back(std::move(acc));
-    match_.push_back(std::move(match));
-    node_match_.push_back(std::move(by_node));
-    unknown_node_.push_back(std::move(unknown));
-    return id;
-  }
-
-  const PlacementRequest& req_;
-  int pinned_ = 0;
-  double engine_ms_ = 0;
-  std::vector<Row> rows_;
-  std::unordered_map<const accel::topology::HostTopology*, uint16_t> hw_ids_;
-  std::vector<std::vector<const accel::topology::PciDevice*>> accels_;
-  std::vector<std::vector<uint64_t>> match_;  ///< [hw][pci request]: matching accelerators
-  std::vector<std::vector<std::vector<uint64_t>>> node_match_;  ///< [hw][pci request][node index]
-  std::vector<std::vector<uint64_t>> unknown_node_;            ///< [hw][pci request]: no NUMA node
-  std::unordered_map<std::string, uint32_t> state_ids_;  ///< usage_key -> dense id
-  std::vector<uint8_t> memo_;
-  std::vector<int> best_;
-  bool node_check_ = true;
-  std::vector<std::tuple<int, int, int, int, uint32_t>> ranked_;
-};
-
 // ---- decisions -------------------------------------------------------------------------------
 
 struct DecisionStats {
@@ -514,14 +362,6 @@ struct DecisionStats {
   double engine_calls_mean = 0, engine_calls_max = 0, hosts_ranked_mean = 0;
   std::map<std::string, int> chosen_sku;
   double cpu_p50 = 0, cpu_p99 = 0;          ///< CPU time of the deciding thread (no preemption)
-  double compact_p50 = 0, compact_p99 = 0;  ///< CompactRanker, same decisions
-  double compact_cpu_p50 = 0, compact_cpu_p99 = 0;
-  /// CompactRanker with the node-level PCI bound as well.
-  double nodes_cpu_p50 = 0, nodes_cpu_p99 = 0, nodes_engine_p50 = 0, nodes_engine_calls_mean = 0;
-  int nodes_disagreements = 0;
-  double compact_engine_p50 = 0, compact_engine_p99 = 0;  ///< of which in the engine
-  double compact_scan_p50 = 0, compact_scan_p99 = 0;      ///< the rest: filter, rank, memo
-  int compact_disagreements = 0;            ///< decisions where it chose another host
 };
 
 DecisionStats RunDecisions(FleetView view, const PlacementRequest& req, accel::fleet::FleetStrategy strategy,
@@ -531,34 +371,14 @@ DecisionStats RunDecisions(FleetView view, const PlacementRequest& req, accel::f
   opt.count = 1;
   DecisionStats st;
   st.strategy = strategy == accel::fleet::FleetStrategy::kPack ? "pack" : "spread";
-  std::vector<double> ms, cpu_ms, compact_ms, compact_cpu_ms, compact_engine_ms;
+  std::vector<double> ms, cpu_ms;
   double engine = 0, ranked = 0;
-  CompactRanker compact(view, req, /*node_check=*/false);
-  CompactRanker compact_nodes(view, req, /*node_check=*/true);
-  std::vector<double> nodes_cpu_ms, nodes_engine_ms;
-  double nodes_engine_calls = 0;
   for (int d = 0; d < decisions; ++d) {
     auto t0 = Clock::now();
-    const double compact_cpu0 = ThreadCpuMs();
-    int compact_engine = 0;
-    const int compact_choice = compact.Decide(view, strategy, opt.alternates, &compact_engine);
-    compact_ms.push_back(MsSince(t0));
-    compact_cpu_ms.push_back(ThreadCpuMs() - compact_cpu0);
-    const double nodes_cpu0 = ThreadCpuMs();
-    int nodes_engine = 0;
-    const int nodes_choice = compact_nodes.Decide(view, strategy, opt.alternates, &nodes_engine);
-    nodes_cpu_ms.push_back(ThreadCpuMs() - nodes_cpu0);
-    nodes_engine_ms.push_back(compact_nodes.engine_ms());
-    nodes_engine_calls += nodes_engine;
-    compact_engine_ms.push_back(compact.engine_ms());
-    t0 = Clock::now();
     const double cpu0 = ThreadCpuMs();
     accel::fleet::ScheduleResult r = accel::fleet::Schedule(view, req, opt);
     ms.push_back(MsSince(t0));
     cpu_ms.push_back(ThreadCpuMs() - cpu0);
-    const int schedule_choice = r.all_placed ? static_cast<int>(r.instances[0].chosen.host_index) : -1;
-    if (compact_choice != schedule_choice) ++st.compact_disagreements;
-    if (nodes_choice != schedule_choice) ++st.nodes_disagreements;
     engine += r.engine_calls;
     ranked += r.hosts_ranked;
     st.engine_calls_max = std::max<double>(st.engine_calls_max, r.engine_calls);
@@ -568,25 +388,9 @@ DecisionStats RunDecisions(FleetView view, const PlacementRequest& req, accel::f
     ++st.chosen_sku[fleet.skus[fleet.sku_of[c.host_index]].name];
     if (std::string err = view.Apply(c.host_index, c.placement); !err.empty())
       throw std::logic_error("a decision double-books its host: " + err);
-    compact.Update(view, c.host_index);
-    compact_nodes.Update(view, c.host_index);
   }
-  st.nodes_cpu_p50 = Percentile(nodes_cpu_ms, 0.50);
-  st.nodes_cpu_p99 = Percentile(nodes_cpu_ms, 0.99);
-  st.nodes_engine_p50 = Percentile(nodes_engine_ms, 0.50);
-  st.nodes_engine_calls_mean = nodes_engine_calls / decisions;
   st.cpu_p50 = Percentile(cpu_ms, 0.50);
   st.cpu_p99 = Percentile(cpu_ms, 0.99);
-  st.compact_cpu_p50 = Percentile(compact_cpu_ms, 0.50);
-  st.compact_cpu_p99 = Percentile(compact_cpu_ms, 0.99);
-  st.compact_p50 = Percentile(compact_ms, 0.50);
-  st.compact_p99 = Percentile(compact_ms, 0.99);
-  st.compact_engine_p50 = Percentile(compact_engine_ms, 0.50);
-  st.compact_engine_p99 = Percentile(compact_engine_ms, 0.99);
-  std::vector<double> scan;
-  for (size_t i = 0; i < compact_ms.size(); ++i) scan.push_back(compact_ms[i] - compact_engine_ms[i]);
-  st.compact_scan_p50 = Percentile(scan, 0.50);
-  st.compact_scan_p99 = Percentile(scan, 0.99);
   st.decisions = decisions;
   st.p50 = Percentile(ms, 0.50);
   st.p90 = Percentile(ms, 0.90);
@@ -759,6 +563,7 @@ struct Args {
   /// tiebreak (FNV-1a of seed + name, no final mixing) orders names that differ only in their
   /// last characters alike for every seed; this shows what that costs in retries.
   bool scrambled_names = false;
+  int subset_size = 1;     ///< --subset-size (claims mode): ScheduleOptions::subset_size
   long claims_each = 60;   ///< throughput run: claims per claimer (16 x 60 fill a third of 2,000 hosts)
   int hold = -1;           ///< live claims a claimer keeps before releasing; -1 = 0, or 32 with --kills/--restart
   int kills = 0;
@@ -778,7 +583,7 @@ struct Args {
                "                   [--nova-candidates N] [--nova-rounds N] [--capacity-runs N] [--churn N]\n"
                "                   [--source-dir DIR] [--shared-dir DIR]\n"
                "       fleet_bench --claims [--hosts N] [--claimers N] [--claims-each N] [--refresh-ms MS]\n"
-               "                   [--strategy pack|spread] [--scrambled-names]\n"
+               "                   [--strategy pack|spread] [--scrambled-names] [--subset-size N]\n"
                "                   [--refresh-every K] [--hold N] [--kills N | --restart [--seconds S] [--outage S]]\n"
                "                   [--replicas R] [--json FILE]\n";
   std::exit(error.empty() ? 0 : 2);
@@ -819,6 +624,7 @@ Args ParseArgs(int argc, char** argv) {
     else if (k == "--refresh-every") a.refresh_every = static_cast<int>(number());
     else if (k == "--refresh-ms") a.refresh_ms = static_cast<int>(number());
     else if (k == "--scrambled-names") a.scrambled_names = true;
+    else if (k == "--subset-size") a.subset_size = static_cast<int>(number());
     else if (k == "--strategy") {
       const std::string v = value();
       if (v != "pack" && v != "spread") Usage("--strategy: pack or spread");
@@ -950,19 +756,7 @@ int RunInProcess(const Args& a, int argc, char** argv) {
                                 {"cpu_p99_ms", st.cpu_p99},         {"engine_calls_mean", st.engine_calls_mean},
                                 {"engine_calls_max", st.engine_calls_max},
                                 {"hosts_ranked_mean", st.hosts_ranked_mean}, {"chosen_sku", st.chosen_sku},
-                                {"compact_rows_p50_ms", st.compact_p50}, {"compact_rows_p99_ms", st.compact_p99},
-                                {"compact_rows_disagreements", st.compact_disagreements},
-                                {"compact_rows_cpu_p50_ms", st.compact_cpu_p50},
-                                {"compact_rows_cpu_p99_ms", st.compact_cpu_p99},
-                                {"compact_rows_engine_p50_ms", st.compact_engine_p50},
-                                {"compact_rows_engine_p99_ms", st.compact_engine_p99},
-                                {"compact_rows_scan_p50_ms", st.compact_scan_p50},
-                                {"compact_rows_scan_p99_ms", st.compact_scan_p99},
-                                {"compact_rows_node_bound_cpu_p50_ms", st.nodes_cpu_p50},
-                                {"compact_rows_node_bound_cpu_p99_ms", st.nodes_cpu_p99},
-                                {"compact_rows_node_bound_engine_p50_ms", st.nodes_engine_p50},
-                                {"compact_rows_node_bound_engine_calls_mean", st.nodes_engine_calls_mean},
-                                {"compact_rows_node_bound_disagreements", st.nodes_disagreements}};
+                               };
     out["decisions"][st.strategy] = j;
     std::printf("decide %s (%s, count 1, %d decisions, each applied): p50 %.3f ms, p90 %.3f, p99 %.3f, max %.3f; "
                 "thread CPU p50 %.3f, p99 %.3f; engine runs/decision %.1f (max %.0f), hosts ranked %.0f; placed %d; "
@@ -970,15 +764,6 @@ int RunInProcess(const Args& a, int argc, char** argv) {
                 rq.flavor.flavor.c_str(), st.strategy.c_str(), st.decisions, st.p50, st.p90, st.p99, st.max, st.cpu_p50,
                 st.cpu_p99,
                 st.engine_calls_mean, st.engine_calls_max, st.hosts_ranked_mean, st.placed);
-    std::printf("       the same decisions on compact rows (the proposed fix, not accel's code): p50 %.3f ms, p99 %.3f "
-                "(thread CPU p50 %.3f / p99 %.3f; engine p50 %.3f / p99 %.3f, scan p50 %.3f / p99 %.3f); "
-                "chose another host in %d of %d\n",
-                st.compact_p50, st.compact_p99, st.compact_cpu_p50, st.compact_cpu_p99, st.compact_engine_p50, st.compact_engine_p99, st.compact_scan_p50,
-                st.compact_scan_p99, st.compact_disagreements, st.decisions);
-    std::printf("       ... plus the node-level bound for required PCI: thread CPU p50 %.3f / p99 %.3f ms, engine runs "
-                "%.1f/decision (engine p50 %.3f ms); chose another host in %d of %d\n",
-                st.nodes_cpu_p50, st.nodes_cpu_p99, st.nodes_engine_calls_mean, st.nodes_engine_p50,
-                st.nodes_disagreements, st.decisions);
   }
 
   if (a.nova) {
@@ -1111,6 +896,7 @@ struct ClaimerConfig {
   accel::fleet::FleetStrategy strategy = accel::fleet::FleetStrategy::kPack;
   int refresh_ms = 500;   ///< poll of changed hosts, as `accel fleet serve --refresh`; 0 = never
   int hold = 0;
+  int subset_size = 1;    ///< ScheduleOptions::subset_size (Nova's host_subset_size)
 };
 
 /// One poll of the change feed into `view` (what FleetService::RefreshChanged does): the hosts
@@ -1149,6 +935,7 @@ long PollChanges(accel::fleet::FleetStore& store, FleetView& view, int64_t* mark
   opt.count = 1;
   opt.strategy = cfg.strategy;
   opt.tiebreak_seed = cfg.seed;
+  opt.subset_size = cfg.subset_size;
   bool in_error = false;
   auto note_error = [&](const std::string& what) {
     ++st.errors;
@@ -1418,12 +1205,14 @@ int RunClaims(const Args& a, int argc, char** argv) {
     cfgs[i].refresh_ms = a.refresh_ms;
     cfgs[i].strategy = a.spread ? accel::fleet::FleetStrategy::kSpread : accel::fleet::FleetStrategy::kPack;
     cfgs[i].hold = hold;
+    cfgs[i].subset_size = a.subset_size;
   }
   out["claimers"] = n;
   out["refresh_every"] = a.refresh_every;
   out["refresh_ms"] = a.refresh_ms;
   out["strategy"] = a.spread ? "spread" : "pack";
   out["scrambled_names"] = a.scrambled_names;
+  out["subset_size"] = a.subset_size;
   out["hold"] = hold;
   out["load_before_claims"] = LoadAverage();
 
@@ -1445,6 +1234,7 @@ int RunClaims(const Args& a, int argc, char** argv) {
     body["aliases"] = nlohmann::json::parse(kGpuAlias);
     body["claim"] = true;
     body["strategy"] = a.spread ? "spread" : "pack";
+    if (a.subset_size > 1) body["subset_size"] = a.subset_size;
     for (int r = 0; r < a.replicas; ++r) {
       std::vector<ClaimerConfig> mine;
       for (int i = r; i < n; i += a.replicas) mine.push_back(cfgs[i]);

@@ -32,6 +32,7 @@ struct FleetServeOptions {
   int refresh_ms = 500;
   int capacity_every_s = 30;
   std::string seed;
+  int subset_size = 1;
   bool once = false;
 };
 
@@ -46,6 +47,10 @@ int Serve(const FleetServeOptions& o) {
     so.refresh = std::chrono::milliseconds(o.refresh_ms);
     so.capacity_every = std::chrono::milliseconds(1000LL * o.capacity_every_s);
     so.seed = o.seed;
+    so.subset_size = o.subset_size;
+    if (so.subset_size > 1 && so.seed.empty())
+      throw InputError("--subset-size", std::to_string(so.subset_size), "chooses among the best hosts by the seed's order",
+                       "give the replica an identity with --seed (e.g. --seed $(hostname))");
     placement::PciAliasTable aliases;
     if (!o.aliases.empty()) aliases = placement::LoadPciAliases(o.aliases);
     for (const std::string& file : o.capacity_flavors)
@@ -106,7 +111,7 @@ void RegisterFleetServe(CLI::App* fleet_cmd, int* exit_code) {
       "release, hosts, capacity, claims, filter; docs/fleet-api.yaml), /metrics for Prometheus and\n"
       "a fleet page at /. TLS and basic auth from the web config file, as `accel exporter`.\n\n"
       "Examples:\n"
-      "  accel fleet serve --store postgresql://accel@db/fleet --seed replica-a \\\n"
+      "  accel fleet serve --store postgresql://accel@db/fleet --seed replica-a --subset-size 4 \\\n"
       "      --capacity-flavor flavors.yaml --aliases aliases.json\n"
       "  curl -s localhost:9470/api/v1/hosts | jq '.hosts[].name'\n"
       "  curl -s -XPOST localhost:9470/api/v1/place -d '{\"flavor\": {...}, \"claim\": true}'\n\n"
@@ -122,6 +127,10 @@ void RegisterFleetServe(CLI::App* fleet_cmd, int* exit_code) {
   cmd->add_option("--capacity-every", o->capacity_every_s, "seconds between capacity recomputations")
       ->check(CLI::Range(1, 86400))->capture_default_str();
   cmd->add_option("--seed", o->seed, "replica identity: orders equally good hosts differently per replica");
+  cmd->add_option("--subset-size", o->subset_size,
+                  "Nova's host_subset_size: choose among the N best hosts by --seed's order (about the number\n"
+                  "of replicas keeps them from racing for one host); a request's subset_size overrides it")
+      ->check(CLI::Range(1, 64))->capture_default_str();
   cmd->add_flag("--once", o->once, "start, print /metrics once, stop (for scripts and tests)");
   cmd->callback([o, exit_code] { *exit_code = Serve(*o); });
 }

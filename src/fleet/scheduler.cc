@@ -288,6 +288,12 @@ ScheduleResult Schedule(const FleetView& view, const placement::PlacementRequest
     return answers[static_cast<size_t>(*slot)];
   };
 
+  std::vector<char> skipped;
+  if (!options.skip_hosts.empty()) {
+    skipped.assign(n, 0);
+    for (size_t i : options.skip_hosts)
+      if (i < n) skipped[i] = 1;
+  }
   std::vector<RankKey> ranked;
   ranked.reserve(n);
   for (int instance = 0; instance < options.count; ++instance) {
@@ -306,6 +312,10 @@ ScheduleResult Schedule(const FleetView& view, const placement::PlacementRequest
       }
       if (!options.where.empty() && !MatchesAll(options.where, view.hosts()[i].record.labels)) {
         causes.Add("labels do not match --where", name);
+        continue;
+      }
+      if (!skipped.empty() && skipped[i]) {
+        causes.Add("claim in flight on this scheduler", name);
         continue;
       }
       if (options.different_hosts && work.instances_on.count(i)) {

@@ -56,6 +56,10 @@ struct ScheduleOptions {
   /// alternates. Replicas that see the same fleet then choose different hosts even where the
   /// ranking has no ties (pack orders by exact free CPU counts). 1 = always the best host.
   int subset_size = 1;
+  /// Hosts (indexes in the view) this scheduler is claiming on right now: not considered, so
+  /// concurrent requests of one replica do not choose the same host before its claim lands in
+  /// the view (kube-scheduler's "assumed" pods, in reverse). Counted as cause "claim in flight".
+  std::vector<size_t> skip_hosts;
   /// Identifies the scheduler replica; "" = rank equal hosts by name. Replicas that each use
   /// their own seed spread over equally good hosts instead of racing for the first.
   std::string tiebreak_seed;

@@ -371,7 +371,7 @@ ServiceReply FleetService::Hosts(const ServiceRequest& r) {
 ServiceReply FleetService::Place(const ServiceRequest& r) {
   const auto started = std::chrono::steady_clock::now();
   nlohmann::json doc = ParseBody(r.body);
-  OnlyKeys(doc, {"flavor", "aliases", "count", "different_hosts", "where", "strategy", "alternates", "seed", "claim"});
+  OnlyKeys(doc, {"flavor", "aliases", "count", "different_hosts", "where", "strategy", "alternates", "seed", "subset_size", "claim"});
   if (!doc.contains("flavor")) throw InputError("request body", "flavor", "is missing", "the flavor as an object: name, vcpus, ram, extra_specs");
   std::vector<placement::PlacementRequest> reqs = RequestsOf(doc["flavor"], AliasesOf(doc), "flavor");
   if (reqs.size() != 1) throw InputError("request body", "flavor", "must be one flavor");
@@ -384,16 +384,43 @@ ServiceReply FleetService::Place(const ServiceRequest& r) {
   so.different_hosts = Field<bool>(doc, "different_hosts", false);
   so.alternates = IntField(doc, "alternates", 4, 0, 64);
   so.tiebreak_seed = Field<std::string>(doc, "seed", options_.seed);
+  so.subset_size = IntField(doc, "subset_size", options_.subset_size, 1, 64);
+  if (so.subset_size > 1 && so.tiebreak_seed.empty())
+    throw InputError("request body", "subset_size", "chooses among the best hosts by the seed's order",
+                     "give a seed in the request, or start the replica with --seed");
   const bool claim = Field<bool>(doc, "claim", false);
 
   auto lease = pool_->Take();
   int round = 0;
+  // Hosts this request registered as in flight; unregistered however the request ends.
+  std::vector<std::string> registered;
+  struct Unregister {
+    FleetService* self;
+    std::vector<std::string>* hosts;
+    ~Unregister() {
+      std::lock_guard<std::mutex> lock(self->in_flight_mu_);
+      for (const std::string& h : *hosts)
+        if (--self->in_flight_[h] <= 0) self->in_flight_.erase(h);
+    }
+  } unregister{this, &registered};
   PlaceOutcome outcome = PlaceInFleet(claim ? lease.get() : nullptr, [&] {
     // Every candidate of a round was taken: look at the store before the next round.
     if (round++ > 0) RefreshChanged(*lease);
+    std::lock_guard<std::mutex> in_flight(in_flight_mu_);
     std::shared_lock<std::shared_mutex> lock(view_mu_);
     so.now_unix = NowUnix();
-    return Schedule(view_, reqs[0], so);
+    // First round: skip hosts other requests of this replica are claiming on right now.
+    so.skip_hosts.clear();
+    if (round == 1)
+      for (const auto& [host, requests] : in_flight_)
+        if (const int i = view_.IndexOf(host); i >= 0) so.skip_hosts.push_back(static_cast<size_t>(i));
+    ScheduleResult decision = Schedule(view_, reqs[0], so);
+    if (claim)
+      for (const InstanceDecision& d : decision.instances) {
+        ++in_flight_[d.chosen.host];
+        registered.push_back(d.chosen.host);
+      }
+    return decision;
   });
   // Its own claim goes into the view at once (no statement: the view's generation of the host
   // moves as the store's did). When a candidate was refused, the view was behind the store:

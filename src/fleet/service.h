@@ -30,6 +30,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -53,6 +54,9 @@ struct ServiceOptions {
   std::vector<placement::PlacementRequest> capacity_flavors;
   std::chrono::milliseconds capacity_every{30000};
   std::string seed;                                   ///< replica identity for tie-breaks
+  /// Default subset_size of a placement (ScheduleOptions::subset_size, Nova's host_subset_size):
+  /// with several replicas, about their number keeps them from racing for one host.
+  int subset_size = 1;
   int connections = 4;                                ///< store connections (concurrent requests)
 };
 
@@ -121,6 +125,11 @@ class FleetService {
   std::mutex refresher_mu_;                     ///< serializes RefreshNow
   std::unique_ptr<FleetStore> refresher_store_;  ///< guarded by refresher_mu_
 
+  /// Hosts this replica's requests are claiming on right now (name -> requests), so concurrent
+  /// decisions skip them until the claim is in the view. Taken before view_mu_, and held while
+  /// deciding: one decision at a time per replica (a decision is ~1 ms; a claim several).
+  std::mutex in_flight_mu_;
+  std::map<std::string, int> in_flight_;  ///< guarded by in_flight_mu_
   mutable std::shared_mutex view_mu_;
   FleetView view_;                    ///< guarded by view_mu_
   std::mutex changes_mu_;              ///< serializes RefreshChanged (poll and apply)

@@ -627,6 +627,45 @@ TEST(SchedulerBruteForce, SubsetSizeChoosesAmongTheBestFits) {
   std::cout << "[ measure  ] " << trials << " fleets: replicas chose different hosts in " << spread_out << "\n";
 }
 
+// skip_hosts (a replica's claims in flight): those hosts are never chosen nor offered, the
+// rest keep their order, and when nothing else fits they are counted under their own cause.
+TEST(SchedulerBruteForce, SkippedHostsAreNeverOffered) {
+  int trials = 0;
+  for (uint64_t seed = 14001; seed <= 14600; ++seed) {
+    std::mt19937_64 rng(seed);
+    FleetShape shape;
+    shape.hosts = Uniform(rng, 3, 9);
+    TestFleet fleet = RandomFleet(rng, shape);
+    const FleetView view = FleetView::FromSnapshot(fleet.snapshot);
+    const placement::PlacementRequest req = RequestOf(RandomGpuShape(rng, testing::SomeHostsGpu(rng, fleet)));
+    ScheduleOptions o;
+    o.alternates = Uniform(rng, 0, 3);
+    std::set<std::string> skip;
+    for (size_t i = 0; i < view.hosts().size(); ++i)
+      if (Chance(rng, 40)) {
+        o.skip_hosts.push_back(i);
+        skip.insert(view.hosts()[i].record.name);
+      }
+    ++trials;
+    const std::string context = "seed " + std::to_string(seed) + ": ";
+    const ScheduleResult r = Schedule(view, req, o);
+    const std::vector<Fit> fits = BruteForce(fleet, fleet.usage, req, o, skip);
+    ASSERT_EQ(r.all_placed, !fits.empty()) << context << Describe(r);
+    if (fits.empty()) {
+      int skipped_eligible = 0;
+      for (const HostRecord& h : fleet.snapshot.hosts)
+        if (skip.count(h.name) && Eligible(h, o.where, fleet.snapshot.taken_at)) ++skipped_eligible;
+      EXPECT_EQ(CauseHosts(r, "claim in flight"), skipped_eligible) << context << Describe(r);
+      continue;
+    }
+    std::vector<std::string> expected, got = {r.instances[0].chosen.host};
+    for (size_t k = 0; k < fits.size() && k <= static_cast<size_t>(o.alternates); ++k) expected.push_back(fits[k].host);
+    for (const Candidate& c : r.instances[0].alternates) got.push_back(c.host);
+    EXPECT_EQ(got, expected) << context << Describe(r);
+  }
+  EXPECT_EQ(trials, 600);
+}
+
 TEST(Scheduler, CauseOfNamesTheResource) {
   EXPECT_EQ(CauseOf("PCI alias 'h100': 2 free matching devices on the host, needs 4"), "PCI devices");
   EXPECT_EQ(CauseOf("host: 3 free pinnable CPUs, needs 8"), "CPUs");
