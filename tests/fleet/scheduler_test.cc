@@ -115,6 +115,16 @@ int CauseHosts(const ScheduleResult& r, const std::string& prefix) {
   return n;
 }
 
+// The decision offers exactly the brute-force order: the chosen host first, then the next
+// `alternates` fitting hosts.
+void ExpectBestFitsOffered(const ScheduleResult& r, const InstanceDecision& d, const std::vector<Fit>& fits,
+                           int alternates, const std::string& context) {
+  std::vector<std::string> expected, got = {d.chosen.host};
+  for (size_t k = 0; k < fits.size() && k <= static_cast<size_t>(alternates); ++k) expected.push_back(fits[k].host);
+  for (const Candidate& c : d.alternates) got.push_back(c.host);
+  EXPECT_EQ(got, expected) << context << Describe(r);
+}
+
 // When nothing fits, every host is explained: the filtered ones under their exact cause, in
 // the filter order of scheduler.h (state, then staleness, then labels), and the sum is the fleet.
 void ExpectWhyNotCoversFleet(const TestFleet& fleet, const ScheduleResult& r, const ScheduleOptions& o,
@@ -213,10 +223,9 @@ TEST(SchedulerBruteForce, OneInstanceIsTheBestFittingHost) {
     EXPECT_TRUE(r.why_not.empty()) << context;
     const InstanceDecision& d = r.instances[0];
     // Exactly the brute-force order: chosen first, then the next `alternates` fitting hosts.
-    std::vector<std::string> expected, got = {d.chosen.host};
-    for (size_t k = 0; k < fits.size() && k <= static_cast<size_t>(o.alternates); ++k) expected.push_back(fits[k].host);
+    ExpectBestFitsOffered(r, d, fits, o.alternates, context);
+    std::vector<std::string> got = {d.chosen.host};
     for (const Candidate& c : d.alternates) got.push_back(c.host);
-    EXPECT_EQ(got, expected) << context << Describe(r);
     if (!d.alternates.empty()) ++with_alternates;
     std::set<std::string> distinct(got.begin(), got.end());
     EXPECT_EQ(distinct.size(), got.size()) << context << "a host is offered twice";
@@ -297,10 +306,7 @@ TEST(SchedulerBruteForce, CountInstancesAreSequentialBestFits) {
       const std::string ctx = context + "instance " + std::to_string(k) + ": ";
       const std::vector<Fit> fits = BruteForce(fleet, usage, req, o, o.different_hosts ? used : std::set<std::string>{});
       ASSERT_FALSE(fits.empty()) << ctx << "placed where brute force finds no host";
-      std::vector<std::string> expected, got = {d.chosen.host};
-      for (size_t j = 0; j < fits.size() && j <= static_cast<size_t>(o.alternates); ++j) expected.push_back(fits[j].host);
-      for (const Candidate& c : d.alternates) got.push_back(c.host);
-      EXPECT_EQ(got, expected) << ctx << Describe(r);
+      ExpectBestFitsOffered(r, d, fits, o.alternates, ctx);
       ExpectValidCandidate(fleet, copy, usage, req, o, d.chosen, ctx);
       for (const Candidate& c : d.alternates) ExpectValidCandidate(fleet, copy, usage, req, o, c, ctx);
       EXPECT_EQ(d.chosen.assumed_instances, on_host[d.chosen.host]) << ctx;
@@ -562,10 +568,7 @@ TEST(SchedulerBruteForce, NicAndLegacyRequestsMatchBruteForce) {
       continue;
     }
     ++placed;
-    std::vector<std::string> expected, got = {r.instances[0].chosen.host};
-    for (size_t k = 0; k < fits.size() && k <= static_cast<size_t>(o.alternates); ++k) expected.push_back(fits[k].host);
-    for (const Candidate& c : r.instances[0].alternates) got.push_back(c.host);
-    EXPECT_EQ(got, expected) << context << Describe(r);
+    ExpectBestFitsOffered(r, r.instances[0], fits, o.alternates, context);
   }
   EXPECT_GT(placed, trials / 5);
   EXPECT_GT(refused, trials / 10);
@@ -658,10 +661,7 @@ TEST(SchedulerBruteForce, SkippedHostsAreNeverOffered) {
       EXPECT_EQ(CauseHosts(r, "claim in flight"), skipped_eligible) << context << Describe(r);
       continue;
     }
-    std::vector<std::string> expected, got = {r.instances[0].chosen.host};
-    for (size_t k = 0; k < fits.size() && k <= static_cast<size_t>(o.alternates); ++k) expected.push_back(fits[k].host);
-    for (const Candidate& c : r.instances[0].alternates) got.push_back(c.host);
-    EXPECT_EQ(got, expected) << context << Describe(r);
+    ExpectBestFitsOffered(r, r.instances[0], fits, o.alternates, context);
   }
   EXPECT_EQ(trials, 600);
 }
