@@ -2,12 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <map>
 #include <optional>
 #include <set>
 
 #include "common/error.h"
+#include "cluster/kubelet_overrides.h"
 #include "common/quantity.h"
 
 namespace accel::cluster {
@@ -54,20 +54,6 @@ uint64_t TieredKubeReservedMib(uint64_t memory_mib) {
   return static_cast<uint64_t>(std::ceil(reserved));
 }
 
-// Merges `patch` into `target`: objects key by key, anything else replaces.
-void MergeInto(ordered_json& target, const json& patch) {
-  if (!patch.is_object() || !target.is_object()) {
-    target = patch;
-    return;
-  }
-  for (auto it = patch.begin(); it != patch.end(); ++it) {
-    if (it.value().is_object() && target.contains(it.key()) && target[it.key()].is_object())
-      MergeInto(target[it.key()], it.value());
-    else
-      target[it.key()] = it.value();
-  }
-}
-
 std::string HugepageResource(uint64_t page_kib) {
   return page_kib >= 1048576 ? "hugepages-" + std::to_string(page_kib / 1048576) + "Gi"
                              : "hugepages-" + std::to_string(page_kib / 1024) + "Mi";
@@ -99,19 +85,6 @@ std::string ReasonCellsOfDevices(const GuestLayout& g) {
 }
 
 }  // namespace
-
-KubeVersion ParseKubeVersion(const std::string& text, const std::string& where, const std::string& field) {
-  std::string t = text;
-  if (!t.empty() && t[0] == 'v') t.erase(0, 1);
-  KubeVersion v;
-  int patch = 0;
-  char extra = 0;
-  const int n = std::sscanf(t.c_str(), "%d.%d.%d%c", &v.major, &v.minor, &patch, &extra);
-  if ((n != 2 && n != 3) || v.major != 1 || v.minor < 0 || v.minor > 99 || patch < 0)
-    throw InputError(where, field, "'" + text + "' is not a Kubernetes version",
-                     "write it as vMAJOR.MINOR.PATCH, e.g. v1.33.2");
-  return v;
-}
 
 std::string MiQuantity(uint64_t mib) {
   return mib == 0 ? "0Mi" : FormatBinaryQuantity(static_cast<int64_t>(mib) * kMiB);
@@ -250,13 +223,12 @@ KubeletPlan DeriveKubeletConfig(const GuestLayout& g, const KubeletInputs& in) {
   }
 
   // --- Overrides ---
-  for (const json& o : in.overrides) {
-    if (!o.is_object()) throw InputError("kubelet overrides", "", "must be a mapping of KubeletConfiguration fields", "");
-    MergeInto(c, o);
-    for (auto it = o.begin(); it != o.end(); ++it) {
-      auto same = [&](const KubeletChoice& k) {
-        return k.field == it.key() || k.field.rfind(it.key() + ".", 0) == 0;
-      };
+  if (!in.overrides.is_object())
+    throw InputError("kubelet overrides", "", "must be a mapping of KubeletConfiguration fields", "");
+  if (!in.overrides.empty()) {
+    c = MergeKubeletOverrides(nlohmann::json(c), in.overrides);
+    for (auto it = in.overrides.begin(); it != in.overrides.end(); ++it) {
+      auto same = [&](const KubeletChoice& k) { return k.field == it.key() || k.field.rfind(it.key() + ".", 0) == 0; };
       plan.choices.erase(std::remove_if(plan.choices.begin(), plan.choices.end(), same), plan.choices.end());
       choose(it.key(), it.value().is_string() ? it.value().get<std::string>() : it.value().dump(),
              "set by the template's kubelet override");
@@ -267,7 +239,7 @@ KubeletPlan DeriveKubeletConfig(const GuestLayout& g, const KubeletInputs& in) {
 
 std::vector<KubeletFinding> CheckKubeletConfig(const json& c, const GuestLayout& g,
                                                const std::vector<GuestHugepagePool>& hugepages,
-                                               const KubeVersion& version) {
+                                               const KubernetesVersion& version) {
   std::vector<KubeletFinding> out;
   auto find = [&](const std::string& field, const std::string& problem, const std::string& fix) {
     out.push_back({field, problem, fix});

@@ -32,18 +32,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cluster/guest_layout.h"
+#include "cluster/template.h"
 
 namespace accel::cluster {
-
-/// A Kubernetes minor version, e.g. {1, 33}.
-struct KubeVersion {
-  int major = 1;
-  int minor = 33;
-  bool AtLeast(int ma, int mi) const { return major > ma || (major == ma && minor >= mi); }
-};
-
-/// Parses "v1.33.2", "1.33" or "v1.33". Throws InputError(where, field) otherwise.
-KubeVersion ParseKubeVersion(const std::string& text, const std::string& where, const std::string& field);
 
 /// Hugepages the guest kernel reserves on one guest cell (inside the VM, from its RAM).
 struct GuestHugepagePool {
@@ -54,12 +45,12 @@ struct GuestHugepagePool {
 
 /// What the kubelet derivation needs besides the layout.
 struct KubeletInputs {
-  KubeVersion version;
+  KubernetesVersion version{1, 33, 0};  ///< the cluster's (spec.kubernetesVersion)
   /// Guest hugepage pools (GuestHugepagePlan in the plan); empty = none.
   std::vector<GuestHugepagePool> hugepages;
-  /// KubeletConfiguration fields merged over the derived ones, in order (cluster-wide, then the
-  /// group's). Objects merge key by key; anything else replaces.
-  std::vector<nlohmann::json> overrides;
+  /// KubeletConfiguration fields merged over the derived ones (NodeGroup::kubelet_merged: the
+  /// cluster's, then the group's) as a JSON merge patch (MergeKubeletOverrides).
+  nlohmann::json overrides = nlohmann::json::object();
 };
 
 /// One decision, for people: the field, its value, and why.
@@ -95,7 +86,7 @@ struct KubeletFinding {
 /// findings; empty when the kubelet will start and admit aligned pods.
 std::vector<KubeletFinding> CheckKubeletConfig(const nlohmann::json& config, const GuestLayout& layout,
                                                const std::vector<GuestHugepagePool>& hugepages,
-                                               const KubeVersion& version);
+                                               const KubernetesVersion& version);
 
 /// "1536Mi"-style text of `mib` mebibytes ("2Gi" when whole GiB).
 std::string MiQuantity(uint64_t mib);

@@ -138,7 +138,7 @@ TEST(KubeletConfig, EveryExampleFlavorGivesAConfigWithoutFindings) {
       for (DeviceCellSource source : {DeviceCellSource::kExpanderBus, DeviceCellSource::kNone}) {
         std::optional<Planned> p = PlanOnFixtures(req, source);
         ASSERT_TRUE(p) << f.name << " fits no fixture host";
-        for (const KubeVersion& v : {KubeVersion{1, 30}, KubeVersion{1, 33}, KubeVersion{1, 35}}) {
+        for (const KubernetesVersion& v : {KubernetesVersion{1, 30, 0}, KubernetesVersion{1, 33, 0}, KubernetesVersion{1, 35, 0}}) {
           KubeletInputs in;
           in.version = v;
           const KubeletPlan plan = DeriveKubeletConfig(p->layout, in);
@@ -188,7 +188,7 @@ TEST(KubeletConfig, RandomFlavorsObeyEveryRule) {
     if (!p) continue;
     ++planned;
     KubeletInputs in;
-    in.version = KubeVersion{1, uniform(29, 36)};
+    in.version = KubernetesVersion{1, uniform(29, 36), 0};
     // Sometimes guest hugepage pools of a third of each cell.
     if (uniform(0, 2) == 0) {
       for (const GuestCellLayout& c : p->layout.cells_or_one())
@@ -236,8 +236,8 @@ bool HasFinding(const std::vector<KubeletFinding>& findings, const std::string& 
 
 TEST(KubeletConfigCheck, FindsEachBrokenRule) {
   const Planned p = TwoCellGpuGuest(DeviceCellSource::kExpanderBus);
-  const KubeVersion v{1, 33};
-  const nlohmann::ordered_json good = DeriveKubeletConfig(p.layout, {v, {}, {}}).config;
+  const KubernetesVersion v{1, 33, 0};
+  const nlohmann::ordered_json good = DeriveKubeletConfig(p.layout, KubeletInputs{v, {}, nlohmann::json::object()}).config;
   ASSERT_EQ(Describe(CheckKubeletConfig(good, p.layout, {}, v)), "");
 
   // The usual mistake: reservedMemory = kube + system, forgetting the default eviction threshold.
@@ -284,14 +284,14 @@ TEST(KubeletConfigCheck, FindsEachBrokenRule) {
 
   // A plain Nova guest: the GPUs have no guest NUMA node; single-numa-node would loop.
   const Planned plain = TwoCellGpuGuest(DeviceCellSource::kNone);
-  const KubeletPlan derived = DeriveKubeletConfig(plain.layout, {v, {}, {}});
+  const KubeletPlan derived = DeriveKubeletConfig(plain.layout, KubeletInputs{v, {}, nlohmann::json::object()});
   EXPECT_EQ(derived.config["topologyManagerPolicy"], "restricted");
   EXPECT_EQ(Describe(CheckKubeletConfig(derived.config, plain.layout, {}, v)), "");
   nlohmann::json forced = derived.config;
   forced["topologyManagerPolicy"] = "single-numa-node";
   EXPECT_TRUE(HasFinding(CheckKubeletConfig(forced, plain.layout, {}, v), "topologyManagerPolicy", "84869"));
   // An override that forces it is applied and then found.
-  KubeletInputs in{v, {}, {nlohmann::json{{"topologyManagerPolicy", "single-numa-node"}}}};
+  KubeletInputs in{v, {}, nlohmann::json{{"topologyManagerPolicy", "single-numa-node"}}};
   const KubeletPlan overridden = DeriveKubeletConfig(plain.layout, in);
   EXPECT_EQ(overridden.config["topologyManagerPolicy"], "single-numa-node");
   EXPECT_TRUE(HasFinding(CheckKubeletConfig(overridden.config, plain.layout, {}, v), "topologyManagerPolicy", "84869"));
@@ -315,20 +315,13 @@ TEST(KubeletConfigCheck, MoreThanEightGuestNodesNeedMaxAllowableNumaNodes) {
     c.memory_mib = 8192;
     g.cells.push_back(c);
   }
-  const KubeletPlan plan = DeriveKubeletConfig(g, {KubeVersion{1, 35}, {}, {}});
+  const KubeletPlan plan = DeriveKubeletConfig(g, KubeletInputs{KubernetesVersion{1, 35, 0}, {}, nlohmann::json::object()});
   EXPECT_EQ(plan.config["topologyManagerPolicyOptions"]["max-allowable-numa-nodes"], "10");
-  EXPECT_EQ(Describe(CheckKubeletConfig(plan.config, g, {}, KubeVersion{1, 35})), "");
+  EXPECT_EQ(Describe(CheckKubeletConfig(plan.config, g, {}, KubernetesVersion{1, 35, 0})), "");
   nlohmann::json c = plan.config;
   c["topologyManagerPolicyOptions"].erase("max-allowable-numa-nodes");
-  EXPECT_TRUE(HasFinding(CheckKubeletConfig(c, g, {}, KubeVersion{1, 35}), "topologyManagerPolicyOptions.max-allowable",
+  EXPECT_TRUE(HasFinding(CheckKubeletConfig(c, g, {}, KubernetesVersion{1, 35, 0}), "topologyManagerPolicyOptions.max-allowable",
                          "past 8"));
-}
-
-TEST(KubeletConfig, VersionsParseStrictly) {
-  EXPECT_EQ(ParseKubeVersion("v1.33.2", "t", "v").minor, 33);
-  EXPECT_EQ(ParseKubeVersion("1.30", "t", "v").minor, 30);
-  for (const char* bad : {"", "v2.1.0", "1", "v1.x", "1.33.2-rc", "one"})
-    EXPECT_THROW(ParseKubeVersion(bad, "t", "spec.kubernetesVersion"), InputError) << bad;
 }
 
 }  // namespace
