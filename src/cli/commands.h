@@ -17,6 +17,7 @@ void RegisterFabric(CLI::App& app, int* exit_code);   ///< accel fabric matrix|p
 void RegisterDoctor(CLI::App& app, int* exit_code);   ///< accel doctor
 void RegisterTune(CLI::App& app, int* exit_code);     ///< accel tune plan
 void RegisterFleet(CLI::App& app, int* exit_code);    ///< accel fleet host|place|capacity|...
+void RegisterCluster(CLI::App& app, int* exit_code);  ///< accel cluster plan
 
 /// `accel mig apply`, added under the `mig` subcommand by RegisterMig.
 void RegisterMigApply(CLI::App* mig, int* exit_code);

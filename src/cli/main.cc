@@ -33,6 +33,7 @@ constexpr CommandEntry kCommands[] = {
     {"doctor", "Multi-node training", "Say what on this host blocks GPUDirect RDMA, training or flavors"},
     {"exporter", "Monitoring", "Serve NVIDIA, AMD and Gaudi metrics for Prometheus (/metrics)"},
     {"fleet", "Platform", "Place flavors across the fleet: hosts, claims (SQLite/PostgreSQL), capacity"},
+    {"cluster", "Platform", "Node groups on tuned flavors: guest layout and kubelet config per group"},
 };
 
 /// "accel mig validate": the program and the subcommands parsed so far.
@@ -75,6 +76,7 @@ int main(int argc, char** argv) {
   accel::cli::RegisterDoctor(app, &exit_code);
   accel::cli::RegisterExporter(app, &exit_code);
   accel::cli::RegisterFleet(app, &exit_code);
+  accel::cli::RegisterCluster(app, &exit_code);
   for (const CommandEntry& c : kCommands) app.get_subcommand(c.name)->group(c.group);
   // After the subcommands exist: a subcommand copies its parent's footer when it is created.
   app.footer(

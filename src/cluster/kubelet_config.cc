@@ -181,24 +181,61 @@ KubeletPlan DeriveKubeletConfig(const GuestLayout& g, const KubeletInputs& in) {
            "the kubelet refuses to start its topology manager on more than 8 NUMA nodes without it");
   }
 
-  // --- Memory ---
+  // --- Memory reservations (the overrides may change them; reservedMemory follows below) ---
   const uint64_t kube_mib = TieredKubeReservedMib(g.memory_mib);
   const uint64_t system_mib = std::clamp<uint64_t>(g.memory_mib / 100, 256, 1024);
-  const uint64_t eviction_mib = 100;
   c["kubeReserved"] = {{"memory", MiQuantity(kube_mib)}};
   choose("kubeReserved.memory", MiQuantity(kube_mib),
          "tiered share of " + MiQuantity(g.memory_mib) + " (25 % of the first 4Gi, 20 % of the next 4, 10 % of the "
          "next 8, 6 % up to 128Gi, 2 % above), as GKE and AKS reserve");
   c["systemReserved"] = {{"memory", MiQuantity(system_mib)}};
   choose("systemReserved.memory", MiQuantity(system_mib), "1 % of the guest's memory, at least 256Mi, at most 1Gi");
-  c["evictionHard"] = {{"memory.available", MiQuantity(eviction_mib)}};
+  c["evictionHard"] = {{"memory.available", "100Mi"}};
   choose("evictionHard.memory.available", "100Mi", "the kubelet's default, written out: the sum rule counts it");
 
-  // Pools per cell, for the headroom each cell has for a memory reservation.
-  std::map<int, uint64_t> pool_mib;
+  // --- Overrides ---
+  if (!in.overrides.is_object())
+    throw InputError("kubelet overrides", "", "must be a mapping of KubeletConfiguration fields", "");
+  if (!in.overrides.empty()) {
+    c = MergeKubeletOverrides(json(c), in.overrides);
+    for (auto it = in.overrides.begin(); it != in.overrides.end(); ++it) {
+      auto same = [&](const KubeletChoice& k) { return k.field == it.key() || k.field.rfind(it.key() + ".", 0) == 0; };
+      plan.choices.erase(std::remove_if(plan.choices.begin(), plan.choices.end(), same), plan.choices.end());
+      choose(it.key(), it.value().is_string() ? it.value().get<std::string>() : it.value().dump(),
+             "set by the template's kubelet override");
+    }
+    // Options of a policy the override turned off would only draw the kubelet's complaint.
+    if (!in.overrides.contains("cpuManagerPolicyOptions") && c.value("cpuManagerPolicy", "none") != "static" &&
+        c.contains("cpuManagerPolicyOptions")) {
+      c.erase("cpuManagerPolicyOptions");
+      plan.choices.erase(std::remove_if(plan.choices.begin(), plan.choices.end(),
+                                        [](const KubeletChoice& k) {
+                                          return k.field.rfind("cpuManagerPolicyOptions", 0) == 0;
+                                        }),
+                         plan.choices.end());
+    }
+  }
+
+  // --- Memory Manager: reservedMemory from the final reservations, unless the override gave it ---
+  if (in.overrides.contains("reservedMemory")) return plan;
+  const bool forced_static = in.overrides.contains("memoryManagerPolicy");
+  if (forced_static && c.value("memoryManagerPolicy", "None") != "Static") return plan;
+  std::optional<int64_t> total = 0;
+  for (const char* key : {"kubeReserved", "systemReserved"})
+    if (total && c.contains(key) && c[key].is_object() && c[key].contains("memory")) {
+      const std::optional<int64_t> mib = ThresholdMib(c[key]["memory"]);
+      total = mib ? std::optional<int64_t>(*total + *mib) : std::nullopt;
+    }
+  if (total && c.contains("evictionHard") && c["evictionHard"].is_object() && c["evictionHard"].contains("memory.available")) {
+    const std::optional<int64_t> mib = ThresholdMib(c["evictionHard"]["memory.available"]);
+    total = mib ? std::optional<int64_t>(*total + *mib) : std::nullopt;
+  } else if (total && !c.contains("evictionHard")) {
+    total = *total + 100;  // the kubelet's default memory.available
+  }
+  std::map<int, uint64_t> pool_mib;  // guest hugepage pools per cell: no memory reservation there
   for (const GuestHugepagePool& p : in.hugepages) pool_mib[p.cell] += p.pages * p.page_kib / 1024;
-  uint64_t left = kube_mib + system_mib + eviction_mib;
   ordered_json reserved = ordered_json::array();
+  uint64_t left = total ? static_cast<uint64_t>(*total) : 0;
   for (const GuestCellLayout& cell : cells) {
     if (left == 0) break;
     const uint64_t room = cell.memory_mib > pool_mib[cell.cell] ? cell.memory_mib - pool_mib[cell.cell] : 0;
@@ -207,33 +244,22 @@ KubeletPlan DeriveKubeletConfig(const GuestLayout& g, const KubeletInputs& in) {
     reserved.push_back({{"numaNode", cell.cell}, {"limits", {{"memory", MiQuantity(take)}}}});
     left -= take;
   }
-  if (left > 0) {
+  if (!total || left > 0) {
     c["memoryManagerPolicy"] = "None";
     choose("memoryManagerPolicy", "None",
-           "the guest's memory outside hugepage pools cannot hold kubeReserved + systemReserved + evictionHard");
-  } else {
-    c["memoryManagerPolicy"] = "Static";
+           !total ? "evictionHard memory.available or a reservation is not an absolute quantity: the Static policy's "
+                    "sum rule cannot be met exactly"
+                  : "the guest's memory outside hugepage pools cannot hold kubeReserved + systemReserved + evictionHard");
+    return plan;
+  }
+  c["memoryManagerPolicy"] = "Static";
+  if (!forced_static)
     choose("memoryManagerPolicy", "Static",
            "Guaranteed pods get memory and hugepages from the guest cell of their CPUs and devices");
-    c["reservedMemory"] = reserved;
-    choose("reservedMemory", reserved.dump(),
-           "sums exactly to kubeReserved + systemReserved + evictionHard = " +
-               MiQuantity(kube_mib + system_mib + eviction_mib) + " (the kubelet refuses to start otherwise), "
-               "cell 0 first, never into a cell's hugepage pool");
-  }
-
-  // --- Overrides ---
-  if (!in.overrides.is_object())
-    throw InputError("kubelet overrides", "", "must be a mapping of KubeletConfiguration fields", "");
-  if (!in.overrides.empty()) {
-    c = MergeKubeletOverrides(nlohmann::json(c), in.overrides);
-    for (auto it = in.overrides.begin(); it != in.overrides.end(); ++it) {
-      auto same = [&](const KubeletChoice& k) { return k.field == it.key() || k.field.rfind(it.key() + ".", 0) == 0; };
-      plan.choices.erase(std::remove_if(plan.choices.begin(), plan.choices.end(), same), plan.choices.end());
-      choose(it.key(), it.value().is_string() ? it.value().get<std::string>() : it.value().dump(),
-             "set by the template's kubelet override");
-    }
-  }
+  c["reservedMemory"] = reserved;
+  choose("reservedMemory", reserved.dump(),
+         "sums exactly to kubeReserved + systemReserved + evictionHard memory = " + MiQuantity(*total) +
+             " (the kubelet refuses to start otherwise), cell 0 first, never into a cell's hugepage pool");
   return plan;
 }
 

@@ -301,6 +301,31 @@ TEST(KubeletConfigCheck, FindsEachBrokenRule) {
   EXPECT_TRUE(explained);
 }
 
+// Overrides of the reservations move reservedMemory with them (the sum rule holds for the
+// final values); a CPU policy turned off drops the options that only apply to static.
+TEST(KubeletConfig, OverriddenReservationsKeepTheSumRule) {
+  const Planned p = TwoCellGpuGuest(DeviceCellSource::kExpanderBus);
+  const KubernetesVersion v{1, 33, 0};
+  KubeletInputs in{v, {{0, 1048576, 16}}, nlohmann::json::parse(R"({
+    "kubeReserved": {"cpu": "500m", "memory": "1Gi"}, "systemReserved": {"memory": "924Mi"},
+    "evictionHard": {"memory.available": "100Mi", "nodefs.available": "10%"}})")};
+  const KubeletPlan plan = DeriveKubeletConfig(p.layout, in);
+  EXPECT_EQ(plan.config["memoryManagerPolicy"], "Static");
+  EXPECT_EQ(nlohmann::json(plan.config["reservedMemory"]), nlohmann::json::parse(R"([{"numaNode": 0, "limits": {"memory": "2Gi"}}])"))
+      << plan.config.dump(2);
+  EXPECT_EQ(Describe(CheckKubeletConfig(plan.config, p.layout, in.hugepages, v)), "");
+  // A percentage threshold cannot be summed: the Memory Manager stays off, with the reason.
+  in.overrides["evictionHard"]["memory.available"] = "5%";
+  const KubeletPlan pct = DeriveKubeletConfig(p.layout, in);
+  EXPECT_EQ(pct.config["memoryManagerPolicy"], "None");
+  EXPECT_EQ(Describe(CheckKubeletConfig(pct.config, p.layout, in.hugepages, v)), "");
+  // cpuManagerPolicy none: no static-only options left behind.
+  KubeletInputs none{v, {}, nlohmann::json{{"cpuManagerPolicy", "none"}}};
+  const KubeletPlan off = DeriveKubeletConfig(p.layout, none);
+  EXPECT_FALSE(off.config.contains("cpuManagerPolicyOptions")) << off.config.dump(2);
+  EXPECT_EQ(Describe(CheckKubeletConfig(off.config, p.layout, {}, v)), "");
+}
+
 TEST(KubeletConfigCheck, MoreThanEightGuestNodesNeedMaxAllowableNumaNodes) {
   GuestLayout g;
   g.flavor = "wide";

@@ -1,0 +1,71 @@
+// ClusterPlan: what `accel cluster plan` derives for each node group of a cluster template —
+// the guest layout its flavor gives on a hypervisor, the guest's hugepage pools, and the
+// kubelet configuration that uses both — and the files a cluster needs from it.
+//
+// Pipeline per group: the group's PlacementRequest (template.h) is placed by the engine on the
+// group's hypervisor topology (an empty host: the layout a VM of this flavor gets on that
+// hardware) → GuestLayoutOf (guest_layout.h, devices behind accel's pxb-pcie expanders) →
+// GuestHugepagesFor → DeriveKubeletConfig with the template's overrides (kubelet_config.h) →
+// CheckKubeletConfig on the result. Placing the group's VMs on real hypervisors of a fleet
+// (`--fleet`) is not built yet.
+//
+// Pure functions over a loaded template; thread-safe.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cluster/guest_layout.h"
+#include "cluster/kubelet_config.h"
+#include "cluster/template.h"
+
+namespace accel::cluster {
+
+struct GroupPlan {
+  std::string group;        ///< NodeGroup::name
+  std::string flavor;       ///< its flavor's name
+  std::string hypervisor;   ///< hostname of the topology the layout was placed on
+  GuestLayout layout;       ///< the guest a VM of the group sees
+  std::vector<GuestHugepagePool> hugepages;  ///< pools the guest kernel reserves, per guest cell
+  KubeletPlan kubelet;      ///< the derived KubeletConfiguration and why
+  std::vector<KubeletFinding> findings;  ///< CheckKubeletConfig on kubelet.config; empty = clean
+};
+
+struct ClusterPlan {
+  std::string cluster;             ///< metadata.name
+  std::vector<GroupPlan> groups;   ///< in template order
+  /// Findings of every group.
+  size_t finding_count() const;
+};
+
+/// Plans every group of `t`. Throws InputError (naming spec.nodeGroups[i]) when a group has no
+/// hypervisor to plan on, or its flavor does not fit an empty hypervisor (with the engine's
+/// reasons).
+ClusterPlan PlanCluster(const ClusterTemplate& t);
+
+/// The guest's hugepage pools: on each guest cell backed by host huge pages (2 MiB or 1 GiB),
+/// half of the cell's memory as guest pages of the same size (so a pod's hugepages map onto
+/// host huge pages without splitting them); none on cells backed by base pages.
+std::vector<GuestHugepagePool> GuestHugepagesFor(const GuestLayout& layout);
+
+/// The files of the plan, relative path -> content, per group under "<group>/":
+///   guest-layout.json                     the layout (accel.guest-layout/v1)
+///   kubelet-config.yaml                   the complete KubeletConfiguration
+///   kubeadm/patches/kubeletconfiguration+strategic.json   for JoinConfiguration.patches.directory
+///   kubelet.conf.d/50-accel.conf          a drop-in for the kubelet's --config-dir
+///   hugepages/kernel-cmdline.txt          the guest's boot parameters (when it has pools)
+///   hugepages/accel-guest-hugepages.service   per-node pools at boot, before the kubelet
+/// and plan.json (accel.cluster-plan/v1) at the top.
+std::map<std::string, std::string> PlanFiles(const ClusterPlan& plan);
+
+/// accel.cluster-plan/v1: {schema, cluster, groups[{name, flavor, hypervisor, layout, hugepages,
+/// kubelet: {config, choices[{field, value, reason}]}, findings[{field, problem, fix}]}]}.
+nlohmann::ordered_json PlanJson(const ClusterPlan& plan);
+
+/// accel.guest-layout/v1 of one layout.
+nlohmann::ordered_json GuestLayoutJson(const GuestLayout& layout);
+
+}  // namespace accel::cluster
