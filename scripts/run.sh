@@ -2,7 +2,8 @@
 # The main job: set up and build, show this host's topology, then place the example flavors on
 # this host and on the HGX H100 fixture (a no-fit on a host without GPUs is an answer, not a failure),
 # run the exporter once, show MIG layouts / validation / a plan, the training-fabric tools (doctor,
-# GPU<->NIC pairing, NCCL settings, tune plan), a small fleet of the fixtures with its capacity, then run the node agent, `accel serve`, which stays
+# GPU<->NIC pairing, NCCL settings, tune plan), a small fleet of the fixtures with its capacity,
+# the cluster template's node-group plan (guest layout and kubelet per group), then run the node agent, `accel serve`, which stays
 # in the foreground (ACCEL_RUN_ONCE=1: once, then exit).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -70,6 +71,11 @@ done
 "$accel" fleet capacity --flavor examples/flavors/gpu-1g.yaml --flavor examples/flavors/gpu-4-2cell.yaml \
   --flavor examples/flavors/numa2.yaml --aliases examples/flavors/aliases.json --group-by az
 unset ACCEL_FLEET_STORE
+
+echo; echo "== accel cluster plan examples/cluster/ai-prod.yaml: each node group's guest and its kubelet (docs/node-groups.md)"
+plan_dir="$(dirname "$state")/cluster-plan"
+"$accel" cluster plan examples/cluster/ai-prod.yaml --out "$plan_dir" | grep -E '^[a-z0-9-]+ \(flavor|^  guest:|topologyManagerPolicy:|reservedSystemCPUs:|memoryManagerPolicy:'
+echo "(every field with its reason: accel cluster plan examples/cluster/ai-prod.yaml; files in $plan_dir)"
 
 if [ -f "$fake" ]; then
   echo; echo "== accel serve --once on the fake NVML (8 x H100, 4 in MIG mode), time-slicing config"
