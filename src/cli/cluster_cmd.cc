@@ -22,10 +22,6 @@ struct PlanOptions {
   std::string output = "table";
 };
 
-std::string Gi(uint64_t mib) {
-  return mib % 1024 == 0 ? std::to_string(mib / 1024) + "Gi" : std::to_string(mib) + "Mi";
-}
-
 void PrintTable(const cluster::ClusterPlan& plan) {
   std::cout << "cluster " << plan.cluster << ": " << plan.groups.size() << " node group"
             << (plan.groups.size() == 1 ? "" : "s") << "\n";
@@ -33,11 +29,11 @@ void PrintTable(const cluster::ClusterPlan& plan) {
     const cluster::GuestLayout& l = g.layout;
     std::cout << "\n" << g.group << " (flavor " << g.flavor << ", planned on " << g.hypervisor << ")\n";
     std::cout << "  guest: " << l.vcpus << " vCPUs (" << l.threads_per_core << " thread"
-              << (l.threads_per_core == 1 ? "" : "s") << " per core), " << Gi(l.memory_mib) << ", "
+              << (l.threads_per_core == 1 ? "" : "s") << " per core), " << cluster::MiQuantity(l.memory_mib) << ", "
               << (l.cells.empty() ? std::string("no NUMA topology") : std::to_string(l.cells.size()) + " NUMA cell(s)")
               << "\n";
     for (const cluster::GuestCellLayout& c : l.cells) {
-      std::cout << "    cell " << c.cell << ": vCPUs " << c.vcpus.ToString() << ", " << Gi(c.memory_mib)
+      std::cout << "    cell " << c.cell << ": vCPUs " << c.vcpus.ToString() << ", " << cluster::MiQuantity(c.memory_mib)
                 << (c.host_page_kib >= 1048576 ? " in 1G host pages" : c.host_page_kib >= 2048 ? " in 2M host pages" : "")
                 << ", host node " << c.host_node;
       int devices = 0;

@@ -54,11 +54,6 @@ uint64_t TieredKubeReservedMib(uint64_t memory_mib) {
   return static_cast<uint64_t>(std::ceil(reserved));
 }
 
-std::string HugepageResource(uint64_t page_kib) {
-  return page_kib >= 1048576 ? "hugepages-" + std::to_string(page_kib / 1048576) + "Gi"
-                             : "hugepages-" + std::to_string(page_kib / 1024) + "Mi";
-}
-
 // Guest cores whose every vCPU lies in `within`, lowest first.
 std::vector<int> WholeCoresIn(const GuestLayout& g, const CpuSet& within) {
   std::vector<int> cores;

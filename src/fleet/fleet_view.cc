@@ -22,16 +22,10 @@ std::string UsageText(const placement::HostUsage& u) {
   return s;
 }
 
-uint64_t NameHash(const std::string& name) {
-  uint64_t h = 1469598103934665603ULL;
-  for (char c : name) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
-  return h;
-}
-
 RankRow RowWithoutState(const HostEntry& e, const HardwareInfo& hw, uint32_t hardware_id) {
   RankRow r;
   r.hardware = hardware_id;
-  r.name_hash = NameHash(e.record.name);
+  r.name_hash = Fnv1a(e.record.name);
   r.enabled = e.record.state == HostAdminState::kEnabled;
   if (e.record.heartbeat_at && e.record.stale_after_s > 0)
     r.stale_after_unix = *e.record.heartbeat_at + e.record.stale_after_s;
@@ -46,6 +40,12 @@ RankRow RowWithoutState(const HostEntry& e, const HardwareInfo& hw, uint32_t har
 }
 
 }  // namespace
+
+uint64_t Fnv1a(const std::string& text) {
+  uint64_t h = 1469598103934665603ULL;
+  for (char c : text) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+  return h;
+}
 
 void Summarize(HostEntry* e) {
   const topology::HostTopology& hw = *e->hardware;

@@ -21,12 +21,6 @@ uint64_t Mix64(uint64_t h) {
   return h ^ (h >> 31);
 }
 
-uint64_t Fnv1a(const std::string& text) {
-  uint64_t h = 1469598103934665603ULL;
-  for (char c : text) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
-  return h;
-}
-
 // A fixed, seeded order over hosts: the host name's FNV-1a (RankRow::name_hash) mixed with the
 // seed's. The finalizer matters: without it names that differ in their last digits
 // (gpu-0480 ... gpu-0489) stay next to each other under every seed, and replicas that meet there

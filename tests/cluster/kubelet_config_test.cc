@@ -102,7 +102,9 @@ void ExpectObeysKubeletRules(const nlohmann::ordered_json& c, const GuestLayout&
       EXPECT_LT(v, g.vcpus) << context;
       for (int t = 0; t < g.threads_per_core; ++t) {
         const int sibling = (v / g.threads_per_core) * g.threads_per_core + t;
-        if (sibling < g.vcpus) EXPECT_TRUE(reserved.Contains(sibling)) << context << "split core at vCPU " << v;
+        if (sibling < g.vcpus) {
+          EXPECT_TRUE(reserved.Contains(sibling)) << context << "split core at vCPU " << v;
+        }
       }
       EXPECT_TRUE(cells.front().vcpus.Contains(v)) << context << "reserved vCPU " << v << " is outside guest cell 0";
     }
@@ -116,8 +118,9 @@ void ExpectObeysKubeletRules(const nlohmann::ordered_json& c, const GuestLayout&
     for (const GuestDevice& d : g.devices) all_local = all_local && d.guest_cell >= 0;
   }
   EXPECT_EQ(c["topologyManagerPolicy"] == "single-numa-node", all_local) << context << c.dump(2);
-  if (cells.size() > 8)
+  if (cells.size() > 8) {
     EXPECT_EQ(c["topologyManagerPolicyOptions"]["max-allowable-numa-nodes"], std::to_string(cells.size())) << context;
+  }
   // align-by-socket never comes with single-numa-node.
   EXPECT_FALSE(c.contains("cpuManagerPolicyOptions") && c["cpuManagerPolicyOptions"].contains("align-by-socket"));
 }

@@ -32,7 +32,9 @@ size_t ExpectRowsMatchEntries(const FleetView& view, const std::string& context)
     const HostEntry& e = view.hosts()[i];
     const RankRow& row = view.rows()[i];
     const std::string ctx = context + e.record.name + ": ";
-    if (i > 0) EXPECT_LT(view.hosts()[i - 1].record.name, e.record.name) << ctx << "hosts out of name order";
+    if (i > 0) {
+      EXPECT_LT(view.hosts()[i - 1].record.name, e.record.name) << ctx << "hosts out of name order";
+    }
     EXPECT_EQ(view.IndexOf(e.record.name), static_cast<int>(i)) << ctx;
     if (row.hardware >= view.hardware().size()) {
       ADD_FAILURE() << ctx << "hardware id out of range";

@@ -618,7 +618,9 @@ TEST(SchedulerBruteForce, SubsetSizeChoosesAmongTheBestFits) {
       std::set<std::string> offered = {d.chosen.host};
       for (size_t k = 0; k < d.alternates.size(); ++k) {
         ASSERT_TRUE(prefix.count(d.alternates[k].host)) << context << d.alternates[k].host << " does not fit";
-        if (k > 0) EXPECT_LE(prefix[d.alternates[k - 1].host], prefix[d.alternates[k].host]) << context;
+        if (k > 0) {
+          EXPECT_LE(prefix[d.alternates[k - 1].host], prefix[d.alternates[k].host]) << context;
+        }
         EXPECT_TRUE(offered.insert(d.alternates[k].host).second) << context << "offered twice";
       }
       EXPECT_EQ(Describe(Schedule(view, req, seeded)), Describe(r)) << context << "not deterministic";
