@@ -106,6 +106,8 @@ void RegisterCluster(CLI::App& app, int* exit_code) {
       ->check(CLI::IsMember({"table", "json", "yaml"}))
       ->capture_default_str();
   plan->callback([po, exit_code] { *exit_code = Plan(*po); });
+  RegisterClusterCheck(cluster, exit_code);
+  RegisterClusterPods(cluster, exit_code);
 }
 
 }  // namespace accel::cli

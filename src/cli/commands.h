@@ -22,6 +22,11 @@ void RegisterCluster(CLI::App& app, int* exit_code);  ///< accel cluster plan
 /// `accel mig apply`, added under the `mig` subcommand by RegisterMig.
 void RegisterMigApply(CLI::App* mig, int* exit_code);
 
+/// `accel cluster check` (cluster_check_cmd.cc) and `accel cluster pods` (cluster_pods_cmd.cc),
+/// added under `cluster` by RegisterCluster.
+void RegisterClusterCheck(CLI::App* cluster, int* exit_code);
+void RegisterClusterPods(CLI::App* cluster, int* exit_code);
+
 /// `accel fleet serve`, added under `fleet` by RegisterFleet.
 void RegisterFleetServe(CLI::App* fleet, int* exit_code);
 

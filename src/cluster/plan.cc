@@ -152,24 +152,28 @@ ordered_json PlanJson(const ClusterPlan& plan) {
   return j;
 }
 
+std::map<std::string, std::string> GroupFiles(const GroupPlan& g) {
+  std::map<std::string, std::string> files;
+  files["guest-layout.json"] = GuestLayoutJson(g.layout).dump(2) + "\n";
+  const std::string header = "# Written by accel cluster plan: node group " + g.group + " (flavor " + g.flavor +
+                             "). Why each field: plan.json, or accel cluster plan -o table.\n";
+  std::string yaml = ToYaml(g.kubelet.config);
+  if (!yaml.empty() && yaml.back() != '\n') yaml += '\n';
+  files["kubelet-config.yaml"] = header + yaml;
+  files["kubeadm/patches/kubeletconfiguration+strategic.json"] = g.kubelet.config.dump(2) + "\n";
+  files["kubelet.conf.d/50-accel.conf"] = header + yaml;
+  if (!g.hugepages.empty()) {
+    files["hugepages/kernel-cmdline.txt"] = KernelCmdline(g.hugepages);
+    files["hugepages/accel-guest-hugepages.service"] = HugepagesUnit(g.group, g.hugepages);
+  }
+  return files;
+}
+
 std::map<std::string, std::string> PlanFiles(const ClusterPlan& plan) {
   std::map<std::string, std::string> files;
   files["plan.json"] = PlanJson(plan).dump(2) + "\n";
-  for (const GroupPlan& g : plan.groups) {
-    const std::string dir = g.group + "/";
-    files[dir + "guest-layout.json"] = GuestLayoutJson(g.layout).dump(2) + "\n";
-    const std::string header = "# Written by accel cluster plan: node group " + g.group + " (flavor " + g.flavor +
-                               "). Why each field: plan.json, or accel cluster plan -o table.\n";
-    std::string yaml = ToYaml(g.kubelet.config);
-    if (!yaml.empty() && yaml.back() != '\n') yaml += '\n';
-    files[dir + "kubelet-config.yaml"] = header + yaml;
-    files[dir + "kubeadm/patches/kubeletconfiguration+strategic.json"] = g.kubelet.config.dump(2) + "\n";
-    files[dir + "kubelet.conf.d/50-accel.conf"] = header + yaml;
-    if (!g.hugepages.empty()) {
-      files[dir + "hugepages/kernel-cmdline.txt"] = KernelCmdline(g.hugepages);
-      files[dir + "hugepages/accel-guest-hugepages.service"] = HugepagesUnit(g.group, g.hugepages);
-    }
-  }
+  for (const GroupPlan& g : plan.groups)
+    for (auto& [name, content] : GroupFiles(g)) files[g.group + "/" + name] = std::move(content);
   return files;
 }
 

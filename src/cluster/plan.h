@@ -51,6 +51,9 @@ ClusterPlan PlanCluster(const ClusterTemplate& t);
 /// host huge pages without splitting them); none on cells backed by base pages.
 std::vector<GuestHugepagePool> GuestHugepagesFor(const GuestLayout& layout);
 
+/// The files of one group, relative to its directory (the list below, without "<group>/").
+std::map<std::string, std::string> GroupFiles(const GroupPlan& group);
+
 /// The files of the plan, relative path -> content, per group under "<group>/":
 ///   guest-layout.json                     the layout (accel.guest-layout/v1)
 ///   kubelet-config.yaml                   the complete KubeletConfiguration

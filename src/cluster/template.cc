@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <set>
@@ -40,6 +41,7 @@ struct GroupText {
   std::string hypervisor;  // as written
   YAML::Node kubelet;
   bool has_network = false;
+  bool has_driver = false, has_kernel_module_type = false;
 };
 
 class Loader {
@@ -85,6 +87,8 @@ class Loader {
     if (!has_version_) Fail("spec.kubernetesVersion", "is missing", "e.g. kubernetesVersion: v1.33.2");
     if (t_.flavor_paths.empty()) Fail("spec.flavors", "is missing", "name flavor files or directories, e.g. flavors: [flavors/]");
     if (groups_.empty()) Fail("spec.nodeGroups", "is missing or empty", "give at least one node group");
+    if (t_.infrastructure.image.empty()) t_.infrastructure.image = "ubuntu-2404-kube-" + t_.kubernetes_version.ToString();
+    if (t_.infrastructure.identity_secret.empty()) t_.infrastructure.identity_secret = t_.name + "-cloud-config";
     LoadFiles();
     for (size_t i = 0; i < groups_.size(); ++i) t_.groups.push_back(FinishGroup(groups_[i], Index("spec.nodeGroups", i)));
     return std::move(t_);
@@ -139,12 +143,77 @@ class Loader {
         })
         .On("hypervisor", [&](const YAML::Node& v, const std::string& f) { hypervisor_ = String(v, f); })
         .On("kubelet", [&](const YAML::Node& v, const std::string& f) { t_.kubelet = ReadKubeletOverrides(v, where_, f); })
+        .On("infrastructure", [&](const YAML::Node& v, const std::string& f) { ReadInfrastructure(v, f); })
+        .On("operators", [&](const YAML::Node& v, const std::string& f) { ReadOperators(v, f); })
         .On("nodeGroups", [&](const YAML::Node& v, const std::string& f) {
           if (!v.IsSequence()) Fail(f, "must be a list of node groups", "e.g. nodeGroups: [{name: system, flavor: shared, count: 3, vendor: none}]");
           for (size_t i = 0; i < v.size(); ++i) groups_.push_back(ReadGroup(v[i], Index(f, i)));
         })
         .Run();
     if (!t_.kubelet.is_object()) t_.kubelet = json::object();
+  }
+
+  // A Kubernetes or OpenStack name: non-empty, no whitespace or control characters.
+  std::string Name(const YAML::Node& v, const std::string& f, const char* example) const {
+    const std::string s = String(v, f);
+    const bool bad = s.empty() || s.size() > 253 || std::any_of(s.begin(), s.end(), [](char c) {
+                       return static_cast<unsigned char>(c) <= ' ' || c == 0x7f;
+                     });
+    if (bad) Fail(f, "'" + s + "' is not a name", std::string("give 1-253 characters without spaces, e.g. ") + example);
+    return s;
+  }
+
+  void ReadInfrastructure(const YAML::Node& node, const std::string& path) {
+    Infrastructure& in = t_.infrastructure;
+    YamlMapReader(where_, node, path)
+        .On("namespace", [&](const YAML::Node& v, const std::string& f) { in.namespace_name = Dns1123(v, f, "default"); })
+        .On("image", [&](const YAML::Node& v, const std::string& f) { in.image = Name(v, f, "ubuntu-2404-kube-v1.33.2"); })
+        .On("sshKeyName", [&](const YAML::Node& v, const std::string& f) { in.ssh_key_name = Name(v, f, "ops"); })
+        .On("cloudName", [&](const YAML::Node& v, const std::string& f) { in.cloud_name = Name(v, f, "openstack"); })
+        .On("identitySecret", [&](const YAML::Node& v, const std::string& f) {
+          in.identity_secret = Dns1123(v, f, "ai-prod-cloud-config");
+        })
+        .On("networks", [&](const YAML::Node& v, const std::string& f) {
+          const std::vector<std::string> nets = YamlStringList(where_, v, f, /*scalar_ok=*/true);
+          for (size_t i = 0; i < nets.size(); ++i) {
+            if (nets[i].empty()) Fail(Index(f, i), "is empty", "name a Neutron network, e.g. k8s-nodes");
+            in.networks.push_back(nets[i]);
+          }
+        })
+        .On("failureDomain", [&](const YAML::Node& v, const std::string& f) { in.failure_domain = Name(v, f, "az-1"); })
+        .Run();
+  }
+
+  void ReadOperators(const YAML::Node& node, const std::string& path) {
+    Operators& ops = t_.operators;
+    auto settings = [&](OperatorSettings& s, bool has_driver) {
+      return [&s, has_driver, this](const YAML::Node& v, const std::string& f) {
+        YamlMapReader reader(where_, v, f);
+        reader.On("namespace", [&](const YAML::Node& x, const std::string& xf) { s.namespace_name = Dns1123(x, xf, "gpu-operator"); });
+        if (has_driver)
+          reader.On("driverVersion", [&](const YAML::Node& x, const std::string& xf) { s.driver_version = DriverVersion(x, xf); });
+        reader.Run();
+      };
+    };
+    YamlMapReader(where_, node, path)
+        .On("nvidia", settings(ops.nvidia, true))
+        .On("amd", settings(ops.amd, true))
+        .On("habana", settings(ops.habana, true))
+        .On("network", settings(ops.network, true))
+        .On("accel", settings(ops.accel, false))
+        .On("monitoring", settings(ops.monitoring, false))
+        .Run();
+  }
+
+  // A driver version as the operators take it: digits and dots (and a branch's letters), no spaces.
+  std::string DriverVersion(const YAML::Node& v, const std::string& f) const {
+    const std::string s = String(v, f);
+    const bool ok = !s.empty() && s.size() <= 64 && std::isalnum(static_cast<unsigned char>(s[0])) &&
+                    std::all_of(s.begin(), s.end(), [](char c) {
+                      return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_' || c == '+';
+                    });
+    if (!ok) Fail(f, "'" + s + "' is not a driver version", "quote it as the vendor writes it, e.g. driverVersion: \"580.95.05\"");
+    return s;
   }
 
   void ReadVersion(const YAML::Node& v, const std::string& f) {
@@ -212,6 +281,18 @@ class Loader {
           if (g.hypervisor.empty()) Fail(f, "is empty", "name a host file, or leave hypervisor out");
         })
         .On("kubelet", [&](const YAML::Node& v, const std::string& f) { n.kubelet = ReadKubeletOverrides(v, where_, f); })
+        .On("image", [&](const YAML::Node& v, const std::string& f) { n.image = Name(v, f, "ubuntu-2404-kube-v1.33.2-nvidia"); })
+        .On("driver", [&](const YAML::Node& v, const std::string& f) {
+          g.has_driver = true;
+          YamlMapReader(where_, v, f)
+              .On("version", [&](const YAML::Node& x, const std::string& xf) { n.driver.version = DriverVersion(x, xf); })
+              .On("kernelModuleType", [&](const YAML::Node& x, const std::string& xf) {
+                n.driver.kernel_module_type = YamlOneOf<std::string>(
+                    where_, x, xf, {{"auto", "auto"}, {"open", "open"}, {"proprietary", "proprietary"}});
+                g.has_kernel_module_type = true;
+              })
+              .Run();
+        })
         .Run();
     if (n.name.empty()) Fail(path + ".name", "is missing", "name the group, e.g. name: h100-train");
     if (n.flavor_name.empty()) Fail(path + ".flavor", "is missing", "name a flavor defined in spec.flavors");
@@ -380,6 +461,12 @@ class Loader {
     if (n.max_count && *n.max_count < n.count)
       Fail(path + ".maxCount", std::to_string(*n.max_count) + " is below count " + std::to_string(n.count),
            "minCount <= count <= maxCount");
+    if (g.has_driver && (n.vendor == Vendor::kNone || n.stack != Stack::kOperator))
+      Fail(path + ".driver", "only a vendor operator installs drivers (this group has vendor " + std::string(VendorName(n.vendor)) +
+                                 ", stack " + std::string(StackName(n.stack)) + ")",
+           "remove driver, or set stack: operator; with stack: accel the image brings the driver");
+    if (g.has_kernel_module_type && n.vendor != Vendor::kNvidia)
+      Fail(path + ".driver.kernelModuleType", "is an NVIDIA GPU Operator setting", "remove it for vendor " + std::string(VendorName(n.vendor)));
     if (n.vendor == Vendor::kNone) {
       if (n.stack == Stack::kOperator)
         Fail(path + ".stack", "a group with vendor none has no vendor operator",
@@ -561,6 +648,21 @@ std::string KubernetesVersion::ToString() const {
 
 bool KubernetesVersion::AtLeast(int want_major, int want_minor) const {
   return major != want_major ? major > want_major : minor >= want_minor;
+}
+
+std::string ClusterTemplate::ImageOf(const NodeGroup& group) const {
+  return group.image.empty() ? infrastructure.image : group.image;
+}
+
+std::string ClusterTemplate::DriverVersionOf(const NodeGroup& group) const {
+  if (!group.driver.version.empty()) return group.driver.version;
+  switch (group.vendor) {
+    case Vendor::kNvidia: return operators.nvidia.driver_version;
+    case Vendor::kAmd: return operators.amd.driver_version;
+    case Vendor::kHabana: return operators.habana.driver_version;
+    case Vendor::kNone: break;
+  }
+  return "";
 }
 
 const NodeGroup* ClusterTemplate::FindGroup(std::string_view name) const {

@@ -47,6 +47,12 @@
 
 namespace accel::cluster {
 
+/// The node label every node of a group carries, its value the group's name
+/// ("accel.io/node-group=h100-train"): the Cluster API objects set it through the kubelet
+/// (nodeRegistration), and every per-group object (NVIDIADriver, DeviceConfig, NicNodePolicy,
+/// accel's agent, scrape relabelling) selects the group's nodes with it.
+inline constexpr const char* kNodeGroupLabel = "accel.io/node-group";
+
 /// The accelerator vendor whose stack a node group runs.
 enum class Vendor {
   kNone,    ///< "none": no accelerators (a system or CPU-only group)
@@ -104,6 +110,14 @@ struct Taint {
   TaintEffect effect = TaintEffect::kNoSchedule;  ///< effect
 };
 
+/// driver: the accelerator driver a group's operator installs (NVIDIA: one NVIDIADriver per
+/// group, so groups may run different driver branches).
+struct DriverChoice {
+  std::string version;  ///< version: driver version ("580.95.05"); "" = the operator's default
+  /// kernelModuleType (NVIDIA): "auto" (the operator picks), "open" or "proprietary".
+  std::string kernel_module_type = "auto";
+};
+
 /// One node group: `count` VMs of one flavor joined to the cluster as Kubernetes nodes.
 struct NodeGroup {
   std::string name;          ///< DNS-1123 label, unique in the template
@@ -127,6 +141,10 @@ struct NodeGroup {
   /// That topology, loaded; nullptr when hypervisor_path is "". Shared with every group (and the
   /// template) naming the same file.
   std::shared_ptr<const topology::HostTopology> hypervisor;
+  /// driver: this group's driver; its unset fields are taken from spec.operators.<vendor>.
+  DriverChoice driver;
+  /// image: the Glance image of this group's VMs; "" = spec.infrastructure.image.
+  std::string image;
   nlohmann::json kubelet;         ///< kubelet: the group's own overrides, checked (an object)
   /// spec.kubelet with the group's kubelet merged over it (MergeKubeletOverrides): what the
   /// generator applies over what it derives. An object.
@@ -141,6 +159,38 @@ struct KubernetesVersion {
   std::string ToString() const;  ///< "v1.33.2"
   /// True when this version is at least major.minor (for "stable since 1.32" rules).
   bool AtLeast(int want_major, int want_minor) const;
+};
+
+/// spec.infrastructure: how the groups' VMs are created (Cluster API on OpenStack, or Magnum).
+struct Infrastructure {
+  std::string namespace_name = "default";  ///< namespace: where the Cluster API objects go
+  /// image: the Glance image of the nodes (CAPO image filter, Magnum --image); default
+  /// "ubuntu-2404-kube-<kubernetesVersion>", the name image-builder gives its OpenStack images.
+  std::string image;
+  std::string ssh_key_name;                ///< sshKeyName: Nova keypair; "" = none
+  std::string cloud_name = "openstack";    ///< cloudName: the clouds.yaml entry CAPO uses
+  /// identitySecret: the Secret holding clouds.yaml; default "<metadata.name>-cloud-config".
+  std::string identity_secret;
+  /// networks: Neutron networks of each node's ports, in order; empty = the cluster's network.
+  std::vector<std::string> networks;
+  std::string failure_domain;  ///< failureDomain: Nova availability zone of the nodes; "" = any
+};
+
+/// spec.operators.<name>: where a vendor operator runs and what it installs by default.
+struct OperatorSettings {
+  std::string namespace_name;  ///< namespace: the operator's namespace (its namespaced objects go there)
+  std::string driver_version;  ///< driverVersion: default driver of the groups; "" = the operator's default
+};
+
+/// spec.operators: the operators' namespaces and defaults, each defaulted as the vendor's Helm
+/// chart installs it.
+struct Operators {
+  OperatorSettings nvidia{"gpu-operator", ""};              ///< NVIDIA GPU Operator
+  OperatorSettings amd{"kube-amd-gpu", ""};                 ///< AMD GPU Operator
+  OperatorSettings habana{"habana-ai-operator", ""};        ///< Intel Gaudi Base Operator
+  OperatorSettings network{"nvidia-network-operator", ""};  ///< NVIDIA Network Operator (DOCA driver)
+  OperatorSettings accel{"accel-system", ""};               ///< accel's node agent (stack: accel)
+  OperatorSettings monitoring{"monitoring", ""};            ///< where the Prometheus Operator's objects go
 };
 
 /// A loaded cluster template.
@@ -162,7 +212,15 @@ struct ClusterTemplate {
   /// spec.hypervisor loaded; nullptr when absent.
   std::shared_ptr<const topology::HostTopology> hypervisor;
   nlohmann::json kubelet;         ///< spec.kubelet: cluster-wide overrides, checked (an object)
+  Infrastructure infrastructure;  ///< spec.infrastructure, defaults filled in
+  Operators operators;            ///< spec.operators, defaults filled in
   std::vector<NodeGroup> groups;  ///< spec.nodeGroups, in template order (may be empty)
+
+  /// The group's image: its own, else spec.infrastructure.image (never "").
+  std::string ImageOf(const NodeGroup& group) const;
+  /// The group's driver version: its own driver.version, else its vendor's
+  /// spec.operators.<vendor>.driverVersion; "" = the operator's default.
+  std::string DriverVersionOf(const NodeGroup& group) const;
 
   /// The group called `name`, or nullptr.
   const NodeGroup* FindGroup(std::string_view name) const;
