@@ -2,14 +2,18 @@
 // kubelet configuration (with the reason for every field), and the files a cluster needs.
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "cli/commands.h"
+#include "cluster/fleet_plan.h"
 #include "cluster/plan.h"
 #include "cluster/template.h"
 #include "common/atomic_dir.h"
 #include "common/error.h"
 #include "common/yaml_out.h"
+#include "fleet/fleet_store.h"
+#include "fleet/store_url.h"
 
 namespace accel::cli {
 
@@ -20,6 +24,10 @@ struct PlanOptions {
   std::string out;
   bool force = false;
   std::string output = "table";
+  std::string fleet;             ///< --fleet STORE: place the groups' VMs on the fleet's hosts
+  bool claim = false;            ///< --claim: and claim them
+  std::string strategy = "pack";
+  std::string seed;
 };
 
 void PrintTable(const cluster::ClusterPlan& plan) {
@@ -28,6 +36,12 @@ void PrintTable(const cluster::ClusterPlan& plan) {
   for (const cluster::GroupPlan& g : plan.groups) {
     const cluster::GuestLayout& l = g.layout;
     std::cout << "\n" << g.group << " (flavor " << g.flavor << ", planned on " << g.hypervisor << ")\n";
+    if (!g.fleet_hosts.empty()) {
+      std::cout << "  VMs: ";
+      for (size_t k = 0; k < g.fleet_hosts.size(); ++k)
+        std::cout << (k ? ", " : "") << g.fleet_hosts[k] << (k < g.claim_ids.size() ? " (" + g.claim_ids[k] + ")" : "");
+      std::cout << "\n";
+    }
     std::cout << "  guest: " << l.vcpus << " vCPUs (" << l.threads_per_core << " thread"
               << (l.threads_per_core == 1 ? "" : "s") << " per core), " << cluster::MiQuantity(l.memory_mib) << ", "
               << (l.cells.empty() ? std::string("no NUMA topology") : std::to_string(l.cells.size()) + " NUMA cell(s)")
@@ -52,22 +66,68 @@ void PrintTable(const cluster::ClusterPlan& plan) {
   }
 }
 
+// The plan on the fleet's hosts; prints why and returns nullopt when a group does not fit.
+std::optional<cluster::ClusterPlan> PlanOnFleet(const cluster::ClusterTemplate& t, fleet::FleetStore& store,
+                                                const PlanOptions& o) {
+  cluster::FleetPlanOptions fo;
+  fo.claim = o.claim;
+  fo.strategy = o.strategy == "spread" ? fleet::FleetStrategy::kSpread : fleet::FleetStrategy::kPack;
+  fo.seed = o.seed;
+  cluster::FleetPlanResult r = cluster::PlanClusterOnFleet(t, store, fo);
+  if (r.placed()) {
+    r.plan.fleet = fleet::ParseStoreUrl(o.fleet).display;
+    return std::move(r.plan);
+  }
+  for (const cluster::UnplacedGroup& u : r.unplaced) {
+    std::cerr << "accel cluster plan: node group " << u.group << ": " << u.fitted << " of " << u.wanted
+              << " VMs fit on distinct hosts of the fleet" << (o.claim ? "; nothing claimed" : "") << "\n";
+    for (const std::string& why : u.why) std::cerr << "  - " << why << "\n";
+  }
+  return std::nullopt;
+}
+
+// Gives back every claim of `plan` (a plan that is not accepted keeps nothing).
+void ReleaseClaims(fleet::FleetStore* store, const cluster::ClusterPlan& plan) {
+  if (!store) return;
+  size_t n = 0;
+  for (const cluster::GroupPlan& g : plan.groups)
+    for (const std::string& id : g.claim_ids) n += store->Release(id) ? 1 : 0;
+  if (n) std::cerr << "accel cluster plan: released the " << n << " claim(s) made for this plan\n";
+}
+
 int Plan(const PlanOptions& o) {
+  if (o.claim && o.fleet.empty())
+    throw InputError("--claim", "", "claims the groups' VMs on a fleet", "give the fleet store with --fleet STORE");
   const cluster::ClusterTemplate t = cluster::LoadClusterTemplate(o.template_file);
-  const cluster::ClusterPlan plan = cluster::PlanCluster(t);
+  std::unique_ptr<fleet::FleetStore> store;
+  std::optional<cluster::ClusterPlan> fleet_plan;
+  if (!o.fleet.empty()) {
+    store = fleet::FleetStore::Open(o.fleet);
+    fleet_plan = PlanOnFleet(t, *store, o);
+    if (!fleet_plan) return kExitNoFit;
+  }
+  fleet::FleetStore* claimed = o.claim ? store.get() : nullptr;
+  const cluster::ClusterPlan plan = fleet_plan ? std::move(*fleet_plan) : cluster::PlanCluster(t);
   if (o.output == "json") std::cout << cluster::PlanJson(plan).dump(2) << "\n";
   else if (o.output == "yaml") std::cout << ToYaml(cluster::PlanJson(plan));
   else PrintTable(plan);
   const size_t findings = plan.finding_count();
-  if (!o.out.empty()) {
-    if (findings > 0 && !o.force) {
+  if (findings > 0 && !o.force) {
+    ReleaseClaims(claimed, plan);
+    if (!o.out.empty())
       std::cerr << "accel cluster plan: " << findings << " problem(s) above; nothing written to " << o.out
                 << " (fix the template's kubelet overrides, or --force)\n";
-      return kExitNoFit;
+    return kExitNoFit;
+  }
+  if (!o.out.empty()) {
+    try {
+      const auto files = cluster::PlanFiles(plan);
+      WriteDirectoryAtomically(o.out, files);
+      std::cerr << "accel cluster plan: wrote " << files.size() << " files to " << o.out << "\n";
+    } catch (...) {
+      ReleaseClaims(claimed, plan);
+      throw;
     }
-    const auto files = cluster::PlanFiles(plan);
-    WriteDirectoryAtomically(o.out, files);
-    std::cerr << "accel cluster plan: wrote " << files.size() << " files to " << o.out << "\n";
   }
   return findings > 0 ? kExitNoFit : kExitOk;
 }
@@ -95,13 +155,23 @@ void RegisterCluster(CLI::App& app, int* exit_code) {
       "kubelet.conf.d/50-accel.conf and the guest's hugepages boot settings.\n\n"
       "Examples:\n"
       "  accel cluster plan examples/cluster/ai-prod.yaml\n"
-      "  accel cluster plan examples/cluster/ai-prod.yaml --out /tmp/ai-prod -o json\n\n"
+      "  accel cluster plan examples/cluster/ai-prod.yaml --out /tmp/ai-prod -o json\n"
+      "  accel cluster plan examples/cluster/ai-prod.yaml --fleet /var/lib/accel/fleet.db --claim\n\n"
+      "With --fleet the groups' VMs are placed on real hypervisors, one VM per host, and with\n"
+      "--claim claimed (plan.json lists each VM's host and claim; accel fleet release frees them).\n\n"
       "Exit status: 0 planned (and written); 1 a kubelet rule is broken (each with its fix;\n"
-      "nothing written without --force); 2 bad template (key path and fix; nothing written);\n"
+      "nothing written without --force), or a group does not fit the fleet (nothing claimed); 2 bad template (key path and fix; nothing written);\n"
       "5 the output directory could not be written.");
   plan->add_option("template", po->template_file, "cluster template (accel.cluster/v1, YAML or JSON)")->required();
   plan->add_option("--out", po->out, "directory to write the plan's files to (replaced as a whole)");
   plan->add_flag("--force", po->force, "write the files even when a kubelet rule is broken");
+  plan->add_option("--fleet", po->fleet,
+                   "place each group's VMs on distinct hosts of this fleet store (SQLite file or\n"
+                   "postgresql:// URL, as accel fleet --store) and derive the layout from where they land");
+  plan->add_flag("--claim", po->claim, "with --fleet: claim the VMs (all groups or none)");
+  plan->add_option("--strategy", po->strategy, "with --fleet: pack (default) or spread")
+      ->check(CLI::IsMember({"pack", "spread"}));
+  plan->add_option("--seed", po->seed, "with --fleet: tiebreak seed among equally good hosts");
   plan->add_option("-o,--output", po->output, "table (default, every choice with its reason), json or yaml")
       ->check(CLI::IsMember({"table", "json", "yaml"}))
       ->capture_default_str();

@@ -63,6 +63,23 @@ std::vector<GuestHugepagePool> GuestHugepagesFor(const GuestLayout& layout) {
   return pools;
 }
 
+GroupPlan PlanGroup(const ClusterTemplate& t, const NodeGroup& g, const topology::HostTopology& host,
+                    const placement::Placement& placement) {
+  GroupPlan gp;
+  gp.group = g.name;
+  gp.flavor = g.flavor_name;
+  gp.hypervisor = host.hostname;
+  gp.layout = GuestLayoutOf(g.request, placement, host, DeviceCellSource::kExpanderBus);
+  gp.hugepages = GuestHugepagesFor(gp.layout);
+  KubeletInputs in;
+  in.version = t.kubernetes_version;
+  in.hugepages = gp.hugepages;
+  in.overrides = g.kubelet_merged.is_object() ? g.kubelet_merged : nlohmann::json::object();
+  gp.kubelet = DeriveKubeletConfig(gp.layout, in);
+  gp.findings = CheckKubeletConfig(gp.kubelet.config, gp.layout, gp.hugepages, t.kubernetes_version);
+  return gp;
+}
+
 ClusterPlan PlanCluster(const ClusterTemplate& t) {
   ClusterPlan plan;
   plan.cluster = t.name;
@@ -72,7 +89,8 @@ ClusterPlan PlanCluster(const ClusterTemplate& t) {
     if (!g.hypervisor)
       throw InputError(t.source, key + ".hypervisor",
                        "node group " + g.name + " has no hypervisor to plan its guest layout on",
-                       "set spec.hypervisor or the group's hypervisor to a host topology file (accel topo -o json)");
+                       "set spec.hypervisor or the group's hypervisor to a host topology file (accel topo -o json), "
+                       "or plan on a fleet (--fleet STORE)");
     placement::PlaceResult fit = placement::Place(*g.hypervisor, {}, {}, g.request);
     if (!fit.fits()) {
       std::string why;
@@ -81,19 +99,7 @@ ClusterPlan PlanCluster(const ClusterTemplate& t) {
                        "flavor " + g.flavor_name + " does not fit an empty " + g.hypervisor->hostname + ": " + why,
                        "choose a flavor this hardware can hold, or another hypervisor");
     }
-    GroupPlan gp;
-    gp.group = g.name;
-    gp.flavor = g.flavor_name;
-    gp.hypervisor = g.hypervisor->hostname;
-    gp.layout = GuestLayoutOf(g.request, *fit.placement, *g.hypervisor, DeviceCellSource::kExpanderBus);
-    gp.hugepages = GuestHugepagesFor(gp.layout);
-    KubeletInputs in;
-    in.version = t.kubernetes_version;
-    in.hugepages = gp.hugepages;
-    in.overrides = g.kubelet_merged.is_object() ? g.kubelet_merged : nlohmann::json::object();
-    gp.kubelet = DeriveKubeletConfig(gp.layout, in);
-    gp.findings = CheckKubeletConfig(gp.kubelet.config, gp.layout, gp.hugepages, t.kubernetes_version);
-    plan.groups.push_back(std::move(gp));
+    plan.groups.push_back(PlanGroup(t, g, *g.hypervisor, *fit.placement));
   }
   return plan;
 }
@@ -130,12 +136,21 @@ ordered_json PlanJson(const ClusterPlan& plan) {
   ordered_json j;
   j["schema"] = "accel.cluster-plan/v1";
   j["cluster"] = plan.cluster;
+  if (!plan.fleet.empty()) j["fleet"] = plan.fleet;
   j["groups"] = ordered_json::array();
   for (const GroupPlan& g : plan.groups) {
     ordered_json gj;
     gj["name"] = g.group;
     gj["flavor"] = g.flavor;
     gj["hypervisor"] = g.hypervisor;
+    if (!g.fleet_hosts.empty()) {
+      gj["vms"] = ordered_json::array();
+      for (size_t k = 0; k < g.fleet_hosts.size(); ++k) {
+        ordered_json vm = {{"host", g.fleet_hosts[k]}};
+        if (k < g.claim_ids.size()) vm["claim"] = g.claim_ids[k];
+        gj["vms"].push_back(vm);
+      }
+    }
     gj["layout"] = GuestLayoutJson(g.layout);
     gj["hugepages"] = ordered_json::array();
     for (const GuestHugepagePool& p : g.hugepages)

@@ -7,7 +7,7 @@
 // hardware) → GuestLayoutOf (guest_layout.h, devices behind accel's pxb-pcie expanders) →
 // GuestHugepagesFor → DeriveKubeletConfig with the template's overrides (kubelet_config.h) →
 // CheckKubeletConfig on the result. Placing the group's VMs on real hypervisors of a fleet
-// (`--fleet`) is not built yet.
+// (`--fleet`) is PlanClusterOnFleet (fleet_plan.h).
 //
 // Pure functions over a loaded template; thread-safe.
 #pragma once
@@ -32,10 +32,16 @@ struct GroupPlan {
   std::vector<GuestHugepagePool> hugepages;  ///< pools the guest kernel reserves, per guest cell
   KubeletPlan kubelet;      ///< the derived KubeletConfiguration and why
   std::vector<KubeletFinding> findings;  ///< CheckKubeletConfig on kubelet.config; empty = clean
+  /// With --fleet: the host of each VM of the group, distinct, in instance order; empty when
+  /// planned on a host file.
+  std::vector<std::string> fleet_hosts;
+  /// With --fleet --claim: the claim id of each VM, parallel to fleet_hosts.
+  std::vector<std::string> claim_ids;
 };
 
 struct ClusterPlan {
   std::string cluster;             ///< metadata.name
+  std::string fleet;               ///< the fleet store planned on ("" = host files)
   std::vector<GroupPlan> groups;   ///< in template order
   /// Findings of every group.
   size_t finding_count() const;
@@ -45,6 +51,11 @@ struct ClusterPlan {
 /// hypervisor to plan on, or its flavor does not fit an empty hypervisor (with the engine's
 /// reasons).
 ClusterPlan PlanCluster(const ClusterTemplate& t);
+
+/// One group's plan for a VM of `g` placed by `placement` on `host` (an empty hypervisor, or a
+/// fleet host with its claims): layout, guest hugepages, kubelet configuration and its findings.
+GroupPlan PlanGroup(const ClusterTemplate& t, const NodeGroup& g, const topology::HostTopology& host,
+                    const placement::Placement& placement);
 
 /// The guest's hugepage pools: on each guest cell backed by host huge pages (2 MiB or 1 GiB),
 /// half of the cell's memory as guest pages of the same size (so a pod's hugepages map onto

@@ -197,6 +197,62 @@ TEST(ClusterTemplate, MinimalTemplateDefaults) {
   EXPECT_EQ(k.groups[0].kubelet, nlohmann::json::parse(R"({"cpuManagerPolicyOptions": {"full-pcpus-only": "true"}})"));
 }
 
+TEST(ClusterTemplate, InfrastructureOperatorsAndDriver) {
+  // Defaults: the image-builder image name of the version, "<cluster>-cloud-config", the charts'
+  // namespaces, no driver versions (the operators' defaults).
+  const ClusterTemplate d = Parse(kBase);
+  EXPECT_EQ(d.infrastructure.namespace_name, "default");
+  EXPECT_EQ(d.infrastructure.image, "ubuntu-2404-kube-v1.33.2");
+  EXPECT_EQ(d.infrastructure.identity_secret, "t1-cloud-config");
+  EXPECT_EQ(d.infrastructure.cloud_name, "openstack");
+  EXPECT_TRUE(d.infrastructure.networks.empty());
+  EXPECT_EQ(d.operators.nvidia.namespace_name, "gpu-operator");
+  EXPECT_EQ(d.operators.amd.namespace_name, "kube-amd-gpu");
+  EXPECT_EQ(d.operators.network.namespace_name, "nvidia-network-operator");
+  EXPECT_EQ(d.ImageOf(d.groups[0]), "ubuntu-2404-kube-v1.33.2");
+  EXPECT_EQ(d.DriverVersionOf(d.groups[0]), "");
+  EXPECT_EQ(d.groups[0].driver.kernel_module_type, "auto");
+
+  const std::string spec_keys =
+      "  infrastructure: {namespace: clusters, image: img-a, sshKeyName: ops, cloudName: site1,\n"
+      "                   identitySecret: site1-creds, networks: [k8s-nodes, storage], failureDomain: az-2}\n"
+      "  operators: {nvidia: {namespace: nv, driverVersion: \"570.172.08\"}, monitoring: {namespace: mon}}\n";
+  const std::string text = Replace(kBase, "  nodeGroups:\n", spec_keys + "  nodeGroups:\n");
+  const ClusterTemplate t = Parse(text + "    stack: operator\n    image: img-b\n");
+  EXPECT_EQ(t.infrastructure.namespace_name, "clusters");
+  EXPECT_EQ(t.infrastructure.ssh_key_name, "ops");
+  EXPECT_EQ(t.infrastructure.identity_secret, "site1-creds");
+  EXPECT_EQ(t.infrastructure.networks, (std::vector<std::string>{"k8s-nodes", "storage"}));
+  EXPECT_EQ(t.infrastructure.failure_domain, "az-2");
+  EXPECT_EQ(t.operators.nvidia.namespace_name, "nv");
+  EXPECT_EQ(t.operators.monitoring.namespace_name, "mon");
+  EXPECT_EQ(t.ImageOf(t.groups[0]), "img-b");
+  EXPECT_EQ(t.DriverVersionOf(t.groups[0]), "570.172.08");
+  const ClusterTemplate own = Parse(text + "    stack: operator\n    driver: {version: \"580.95.05\", kernelModuleType: open}\n");
+  EXPECT_EQ(own.DriverVersionOf(own.groups[0]), "580.95.05");
+  EXPECT_EQ(own.groups[0].driver.kernel_module_type, "open");
+
+  const std::string g = "spec.nodeGroups[0].";
+  ExpectError(WithGroup("    driver: {version: \"580\"}\n"), g + "driver", "only a vendor operator installs drivers", "stack: operator");
+  ExpectError(WithGroup("    stack: operator\n    driver: {kernelModuleType: closed}\n"), g + "driver.kernelModuleType",
+              "unknown value", "open");
+  ExpectError(WithGroup("    stack: operator\n    driver: {version: \"58 0\"}\n"), g + "driver.version", "not a driver version",
+              "580.95.05");
+  ExpectError(WithGroup("    stack: operator\n    driver: {versions: x}\n"), g + "driver.versions", "unknown key", "version");
+  const std::string amd = Replace(Replace(kBase, "gpu-4-2cell", "mi300x-2"), "nvidia", "amd");
+  ExpectError(amd + "    stack: operator\n    driver: {kernelModuleType: open}\n", g + "driver.kernelModuleType",
+              "NVIDIA GPU Operator setting", "remove it");
+  ASSERT_NO_THROW(Parse(amd + "    stack: operator\n    driver: {version: \"6.4.1\"}\n"));
+  ExpectError(Replace(kBase, "  nodeGroups:\n", "  infrastructure: {image: \"two words\"}\n  nodeGroups:\n"),
+              "spec.infrastructure.image", "not a name", "ubuntu-2404");
+  ExpectError(Replace(kBase, "  nodeGroups:\n", "  infrastructure: {namespace: Default}\n  nodeGroups:\n"),
+              "spec.infrastructure.namespace", "DNS-1123", "default");
+  ExpectError(Replace(kBase, "  nodeGroups:\n", "  operators: {intel: {}}\n  nodeGroups:\n"), "spec.operators.intel",
+              "unknown key", "habana");
+  ExpectError(Replace(kBase, "  nodeGroups:\n", "  operators: {accel: {driverVersion: \"1\"}}\n  nodeGroups:\n"),
+              "spec.operators.accel.driverVersion", "unknown key", "namespace");
+}
+
 TEST(ClusterTemplate, StructureErrors) {
   const InputError syntax = ErrorOf("a: [");
   EXPECT_EQ(syntax.where(), "t.yaml:1:1") << syntax.what();
