@@ -123,5 +123,44 @@ TEST_F(ClusterCmdTest, BadTemplateExits2AndWritesNothing) {
   EXPECT_EQ(RunAccel("cluster plan " + (dir_ / "missing.yaml").string()).exit_code, 2);
 }
 
+
+TEST_F(ClusterCmdTest, PlansOnAFleetAndClaimsAllOrNothing) {
+  const std::string store = "sqlite:" + (dir_ / "fleet.db").string();
+  auto add = [&](const std::string& name, const std::string& fixture) {
+    RunResult r = RunAccel("fleet host add --store " + store + " --topology " + Src("fixtures/hosts/" + fixture) +
+                               " --name " + name, true);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  };
+  for (int i = 1; i <= 4; ++i) add("hgx-" + std::to_string(i), "hgx-h100.json");
+  for (int i = 1; i <= 6; ++i) add("mi-" + std::to_string(i), "epyc-nps4-mi300x.json");
+  add("gaudi-1", "gaudi2-8hpu.json");
+  // One Gaudi host for a group of 2: exit 1, the reason, nothing claimed, nothing written.
+  const fs::path out = dir_ / "plan";
+  RunResult r = RunAccel("cluster plan " + Example() + " --fleet " + store + " --claim --out " + out.string(), true);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("node group gaudi-train: 1 of 2 VMs fit on distinct hosts"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(out));
+  RunResult claims = RunAccel("fleet claims --store " + store + " -o json", false);
+  ASSERT_EQ(claims.exit_code, 0) << claims.output;
+  EXPECT_EQ(nlohmann::json::parse(claims.output)["claims"].size(), 0u) << claims.output;
+  // A second Gaudi host: every group placed and claimed, the VMs in plan.json.
+  add("gaudi-2", "gaudi2-8hpu.json");
+  r = RunAccel("cluster plan " + Example() + " --fleet " + store + " --claim --out " + out.string() + " -o json", false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json plan = nlohmann::json::parse(r.output);
+  size_t vms = 0;
+  for (const auto& g : plan["groups"]) {
+    for (const auto& vm : g["vms"]) EXPECT_TRUE(vm.contains("claim")) << vm.dump();
+    vms += g["vms"].size();
+  }
+  EXPECT_EQ(vms, 15u);
+  EXPECT_EQ(plan["groups"][0]["vms"][0]["host"].get<std::string>().rfind("hgx-", 0), 0u);
+  claims = RunAccel("fleet claims --store " + store + " -o json", false);
+  EXPECT_EQ(nlohmann::json::parse(claims.output)["claims"].size(), 15u);
+  EXPECT_TRUE(fs::exists(out / "plan.json"));
+  // --claim needs --fleet.
+  EXPECT_EQ(RunAccel("cluster plan " + Example() + " --claim", true).exit_code, 2);
+}
+
 }  // namespace
 }  // namespace accel::cli
