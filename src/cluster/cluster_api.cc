@@ -85,8 +85,10 @@ bool Autoscaled(const NodeGroup& g) { return g.min_count || g.max_count; }
 int MinOf(const NodeGroup& g) { return g.min_count ? *g.min_count : g.count; }
 int MaxOf(const NodeGroup& g) { return g.max_count ? *g.max_count : g.count; }
 
-// The drop-in directory is beta, on by default, from Kubernetes 1.30 (KEP-3983).
-bool UsesDropIn(const ClusterTemplate& t) { return t.kubernetes_version.AtLeast(1, 30); }
+// The kubelet's drop-in directory (KEP-3983): alpha in 1.28 behind KubeletConfigDropInDir (a
+// kubelet given --config-dir without the gate does not start), beta and on by default in 1.30 or
+// 1.31 (the release blog says 1.30, the KEP page 1.31), GA in 1.35. From 1.31 it is on either way.
+bool UsesDropIn(const ClusterTemplate& t) { return t.kubernetes_version.AtLeast(1, 31); }
 
 // Everything one group's objects and Magnum line are built from.
 struct GroupInput {
@@ -329,7 +331,7 @@ std::string ClusterApiFile(const ClusterTemplate& t, const GroupInput& in, std::
   std::vector<std::string> kct_notes = {
       "The node's kubelet: labels and taints at registration, the plan's KubeletConfiguration as a kubeadm patch",
       std::string("(") + kKubeadmPatchesDir + ", Kubernetes >= 1.25)" +
-          (UsesDropIn(t) ? std::string(" and as a --config-dir drop-in (") + kKubeletConfigDir + ", >= 1.30)." : ".")};
+          (UsesDropIn(t) ? std::string(" and as a --config-dir drop-in (") + kKubeletConfigDir + ", >= 1.31)." : ".")};
   if (in.files.count(kUnitFile)) {
     const auto cmdline = in.files.find(kCmdlineFile);
     std::string line = cmdline == in.files.end() ? "" : std::string(Trim(cmdline->second));

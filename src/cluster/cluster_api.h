@@ -26,8 +26,9 @@
 //       the plan's kubeadm patch (GroupFiles: kubeadm/patches/kubeletconfiguration+strategic.json,
 //       applied by kubeadm join from Kubernetes 1.25), the same settings as a kubelet drop-in to
 //       /etc/kubernetes/kubelet.conf.d/50-accel.conf (kKubeletConfigDir, passed as --config-dir;
-//       from 1.30, where the drop-in directory is beta and on by default — KEP-3983; it outlives
-//       a later `kubeadm upgrade node` rewriting /var/lib/kubelet/config.yaml), and the guest's
+//       from 1.31, where the drop-in directory is beta and on by default on every account —
+//       KEP-3983; it outlives a later `kubeadm upgrade node` rewriting
+//       /var/lib/kubelet/config.yaml), and the guest's
 //       hugepage unit to /etc/systemd/system/accel-guest-hugepages.service, enabled and started
 //       by preKubeadmCommands before kubeadm join starts the kubelet. kubeadm cannot set the
 //       kernel command line: 1 GiB guest pages reserved at boot by the unit can fall short on a

@@ -151,8 +151,8 @@ TEST(ClusterApi, AutoscaledNetworkedObjectsValidateAgainstTheCrds) {
   const Generated g = Generate(ParseSmall(SmallTemplate()));
   const test_support::CrdResult r = test_support::ValidateObjects(AllObjectsYaml(g), "cluster-api-small");
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  // Before the drop-in directory (1.29): the patch alone, still valid.
-  const Generated old = Generate(ParseSmall(SmallTemplate("v1.29.4")));
+  // Before the drop-in directory is on by default (1.30): the patch alone, still valid.
+  const Generated old = Generate(ParseSmall(SmallTemplate("v1.30.9")));
   const test_support::CrdResult r_old = test_support::ValidateObjects(AllObjectsYaml(old), "cluster-api-old");
   EXPECT_EQ(r_old.exit_code, 0) << r_old.output;
 }
@@ -298,13 +298,13 @@ TEST(ClusterApi, ScaleFromZeroNetworksAndInfrastructureKeys) {
             nlohmann::json::parse(R"({"key": "nvidia.com/gpu", "effect": "NoSchedule"})"));
 }
 
-TEST(ClusterApi, BeforeKubernetes130NoDropIn) {
-  const Generated g = Generate(ParseSmall(SmallTemplate("v1.29.4")));
+TEST(ClusterApi, BeforeKubernetes131NoDropIn) {
+  const Generated g = Generate(ParseSmall(SmallTemplate("v1.30.9")));
   const nlohmann::json kct = ObjectOf(g, "h100", "KubeadmConfigTemplate");
   EXPECT_EQ(ExtraArg(kct, "config-dir"), "<absent>");
   EXPECT_EQ(FileAt(kct, "/etc/kubernetes/kubelet.conf.d/50-accel.conf"), nullptr);
   EXPECT_NE(FileAt(kct, "/etc/kubernetes/patches/kubeletconfiguration+strategic.json"), nullptr);
-  EXPECT_EQ(ObjectOf(g, "h100", "MachineDeployment")["spec"]["template"]["spec"]["version"], "v1.29.4");
+  EXPECT_EQ(ObjectOf(g, "h100", "MachineDeployment")["spec"]["template"]["spec"]["version"], "v1.30.9");
 }
 
 TEST(ClusterApi, DeterministicAndTemplateNamesFollowTheirSpec) {
