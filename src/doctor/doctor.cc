@@ -291,6 +291,15 @@ DoctorReport RunDoctor(const topology::HostTopology& host, const DoctorOptions& 
                                             std::string("check could not complete: ") + e.what()));
     }
   }
+  // The kubelet's configuration matters on Kubernetes nodes only; other roles keep their 21 ids.
+  if (options.role == Role::kK8sNode) {
+    try {
+      AppendKubeletChecks(ctx, &report.findings);
+    } catch (const std::exception& e) {
+      report.findings.push_back(MakeFinding("KUBE-01", "kubelet configuration", Severity::kInfo,
+                                            std::string("check could not complete: ") + e.what()));
+    }
+  }
   return report;
 }
 

@@ -100,6 +100,11 @@ Finding CheckHost09Persistence(const Context& ctx);
 Finding CheckHost10Tuned(const Context& ctx);
 Finding CheckHost11Sriov(const Context& ctx);
 
+/// KUBE-01..05 (kubelet_checks.cc), for the k8s-node role: the running kubelet's configuration
+/// (its --config file and --config-dir drop-ins, found through its command line or systemd unit)
+/// against the NUMA nodes, CPUs, hugepage pools and devices sysfs shows; appends five findings.
+void AppendKubeletChecks(const Context& ctx, std::vector<Finding>* out);
+
 /// Bridges a peer-to-peer transfer between `a` and `b` passes through: their ancestors below
 /// the lowest common ancestor, `a`'s side first (switch downstream ports; root ports when the
 /// path crosses the root complex). Shared by GDR-04 and GDR-07.
