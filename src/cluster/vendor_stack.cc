@@ -698,9 +698,14 @@ class Builder {
       object_files_[n.name + "/stack/nvidia-driver.yaml"] = std::move(f);
     }
 
-    // Keep the operator off the NVIDIA groups accel's agent serves.
-    for (const GroupInfo* g : Select(Vendor::kNvidia, Stack::kAccel))
+    // Keep the operator off the NVIDIA groups accel's agent serves. Their MIG config label is set
+    // at join too: the operator labels a MIG-capable node that has none with migManager's default
+    // (all-disabled) even when its operands are off (state_manager.go), which would race the
+    // label accel's agent publishes for its own config (mig.stateFile).
+    for (const GroupInfo* g : Select(Vendor::kNvidia, Stack::kAccel)) {
       part_.node_labels[g->group->name]["nvidia.com/gpu.deploy.operands"] = "false";
+      if (g->mig != MigKind::kNone) part_.node_labels[g->group->name]["nvidia.com/mig.config"] = g->group->sharing.mig;
+    }
   }
 
   // ---- AMD GPU Operator ----------------------------------------------------------------------

@@ -52,7 +52,9 @@
 // selects its nodes with it. NVIDIA groups with `stack: accel` in a cluster that also has NVIDIA
 // operator groups get nvidia.com/gpu.deploy.operands=false: the GPU Operator then removes every
 // nvidia.com/gpu.deploy.<operand> label from those nodes, and its operand DaemonSets select
-// those labels, so NVIDIA's device plugin never runs beside accel's on one node.
+// those labels, so NVIDIA's device plugin never runs beside accel's on one node; such a group
+// with MIG also gets nvidia.com/mig.config=<sharing.mig> at join (else the operator would label a
+// MIG-capable node all-disabled, racing the label accel's agent publishes).
 // Groups with `vendor: none` get nothing from this part.
 //
 // Every object also appears in StackPart::objects (file order: files by path, documents in

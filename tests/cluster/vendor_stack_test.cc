@@ -430,9 +430,13 @@ TEST(VendorStack, AccelAgentsValidate) {
 TEST(VendorStack, AccelNvidiaGroupBesideOperatorGroupsTurnsOperandsOff) {
   const StackPart part = StackOfText(kHead + R"(  nodeGroups:
   - {name: op, flavor: gpu-1g, count: 1, vendor: nvidia, stack: operator}
-  - {name: mine, flavor: gpu-1g, count: 1, vendor: nvidia, stack: accel}
+  - {name: mine, flavor: gpu-1g, count: 1, vendor: nvidia, stack: accel, sharing: {mig: all-3g.40gb}}
 )");
   EXPECT_EQ(part.node_labels.at("mine").at("nvidia.com/gpu.deploy.operands"), "false");
+  // Its MIG config label from the start, so the operator does not label it all-disabled.
+  EXPECT_EQ(part.node_labels.at("mine").at("nvidia.com/mig.config"), "all-3g.40gb");
+  // The agent's own MIG config is not the operator's business: no mig-parted ConfigMap for it.
+  EXPECT_FALSE(part.files.count("stack/nvidia/mig-parted-config.yaml"));
   EXPECT_FALSE(part.node_labels.at("op").count("nvidia.com/gpu.deploy.operands"));
   // The ClusterPolicy says so.
   EXPECT_NE(part.files.at("stack/nvidia/cluster-policy.yaml").find("nvidia.com/gpu.deploy.operands=false"),
