@@ -5,7 +5,7 @@
 //               [--no-nova] [--nova-candidates 1000] [--nova-rounds 3] [--capacity-runs 3]
 //   fleet_bench --claims [--hosts 2000] [--claimers 16] [--claims-each 60] [--refresh-ms 500]
 //               [--strategy pack|spread] [--scrambled-names] [--subset-size N] [--refresh-every K] [--hold N]
-//               [--kills N | --restart [--seconds 20] [--outage 3]] [--replicas R] [--json FILE]
+//               [--kills N | --restart [--seconds 20] [--outage 3]] [--replicas R] [--partition] [--json FILE]
 //
 // Default mode, all in this process, no database (a service holds the same view in memory):
 //   1. A fleet of --hosts hosts of 8 SKUs: the repository's host fixtures (HGX H100, HGX H200,
@@ -564,6 +564,9 @@ struct Args {
   /// last characters alike for every seed; this shows what that costs in retries.
   bool scrambled_names = false;
   int subset_size = 1;     ///< --subset-size (claims mode): ScheduleOptions::subset_size
+  /// --partition (claims mode): with --replicas R, replica r schedules as partition r/R (`accel
+  /// fleet serve --replica r/R`); without, claimer process i as i/--claimers.
+  bool partition = false;
   long claims_each = 60;   ///< throughput run: claims per claimer (16 x 60 fill a third of 2,000 hosts)
   int hold = -1;           ///< live claims a claimer keeps before releasing; -1 = 0, or 32 with --kills/--restart
   int kills = 0;
@@ -585,7 +588,7 @@ struct Args {
                "       fleet_bench --claims [--hosts N] [--claimers N] [--claims-each N] [--refresh-ms MS]\n"
                "                   [--strategy pack|spread] [--scrambled-names] [--subset-size N]\n"
                "                   [--refresh-every K] [--hold N] [--kills N | --restart [--seconds S] [--outage S]]\n"
-               "                   [--replicas R] [--json FILE]\n";
+               "                   [--replicas R] [--partition] [--json FILE]\n";
   std::exit(error.empty() ? 0 : 2);
 }
 
@@ -625,6 +628,7 @@ Args ParseArgs(int argc, char** argv) {
     else if (k == "--refresh-ms") a.refresh_ms = static_cast<int>(number());
     else if (k == "--scrambled-names") a.scrambled_names = true;
     else if (k == "--subset-size") a.subset_size = static_cast<int>(number());
+    else if (k == "--partition") a.partition = true;
     else if (k == "--strategy") {
       const std::string v = value();
       if (v != "pack" && v != "spread") Usage("--strategy: pack or spread");
@@ -815,7 +819,11 @@ int RunInProcess(const Args& a, int argc, char** argv) {
 // wall time from the first claimer's start to the last one's end); --kills N (claimers run with
 // --hold; the parent SIGKILLs a random claimer while it is inside ClaimDecision, N times, and
 // starts a new one in its slot); --restart (the parent stops PostgreSQL a third into --seconds,
-// keeps it down --outage seconds, starts it again). Every mode ends with FleetStore::Audit() and
+// keeps it down --outage seconds, starts it again). --partition gives each scheduler its share
+// of the hosts (ScheduleOptions::partition): replica r of --replicas R runs as `accel fleet serve
+// --replica r/R`, or without --replicas claimer i as i/--claimers; the run reports how many
+// claims landed outside their scheduler's share, and every run how many hosts hold the claims
+// (how tightly they are packed). Every mode ends with FleetStore::Audit() and
 // a check that every claim has exactly the claim_units rows its placement holds (no half claim).
 
 #ifdef ACCEL_BENCH_HAVE_POSTGRES_HARNESS
@@ -870,6 +878,7 @@ struct SlotStats {
   std::atomic<long> no_fit{0};          ///< Schedule found nothing
   std::atomic<long> errors{0};          ///< SystemError (store unreachable, connection lost)
   std::atomic<long> releases{0};
+  std::atomic<long> outside_partition{0};  ///< claims on a host outside its scheduler's partition
   std::atomic<long> snapshots{0}, polls{0}, host_rereads{0};
   std::atomic<long> schedule_ns{0}, claim_ns{0}, refresh_ns{0}, release_ns{0};
   /// CPU time of this process in each phase (CLOCK_PROCESS_CPUTIME_ID; the claimer is one thread).
@@ -897,6 +906,9 @@ struct ClaimerConfig {
   int refresh_ms = 500;   ///< poll of changed hosts, as `accel fleet serve --refresh`; 0 = never
   int hold = 0;
   int subset_size = 1;    ///< ScheduleOptions::subset_size (Nova's host_subset_size)
+  /// ScheduleOptions::partition: {slot, claimers} with --partition (process mode); replicas
+  /// carry theirs in the place request instead.
+  accel::fleet::SchedulePartition partition;
 };
 
 /// One poll of the change feed into `view` (what FleetService::RefreshChanged does): the hosts
@@ -936,6 +948,7 @@ long PollChanges(accel::fleet::FleetStore& store, FleetView& view, int64_t* mark
   opt.strategy = cfg.strategy;
   opt.tiebreak_seed = cfg.seed;
   opt.subset_size = cfg.subset_size;
+  opt.partition = cfg.partition;
   bool in_error = false;
   auto note_error = [&](const std::string& what) {
     ++st.errors;
@@ -995,6 +1008,9 @@ long PollChanges(accel::fleet::FleetStore& store, FleetView& view, int64_t* mark
         for (const std::string& c : out.conflicts) std::fprintf(stderr, "[%d] conflict: %s\n", cfg.slot, c.c_str());
       if (out.committed) {
         const accel::fleet::ClaimedInstance& c = out.instances[0];
+        if (cfg.partition.count > 1 &&
+            accel::fleet::PartitionOfHost(c.where.host, cfg.partition.count) != cfg.partition.index)
+          ++st.outside_partition;
         view.Apply(c.where.host_index, c.where.placement);
         ++st.claims;
         ++since_snapshot;
@@ -1056,12 +1072,15 @@ pid_t StartClaimer(const ClaimerConfig& cfg, const PlacementRequest& req, Shared
 /// --replicas: one scheduler replica, a FleetService (refresh every --refresh-ms, as `accel fleet
 /// serve`), and the claimer threads of slots `slots`, each sending `body` (with its own seed) to
 /// the service's place route until it has made its claims. A request that placed nothing
-/// because every candidate was taken counts as not committed and is sent again.
-[[noreturn]] void ReplicaMain(const std::string& url, int refresh_ms, const std::vector<ClaimerConfig>& slots,
-                              const nlohmann::json& body, SharedState* shared) {
+/// because every candidate was taken counts as not committed and is sent again. `partition`:
+/// the replica's (ServiceOptions::partition, as `accel fleet serve --replica`).
+[[noreturn]] void ReplicaMain(const std::string& url, int refresh_ms, accel::fleet::SchedulePartition partition,
+                              const std::vector<ClaimerConfig>& slots, const nlohmann::json& body,
+                              SharedState* shared) {
   try {
     accel::fleet::ServiceOptions o;
     o.store_url = url;
+    o.partition = partition;
     o.refresh = std::chrono::milliseconds(refresh_ms > 0 ? refresh_ms : 3600000);
     o.connections = static_cast<int>(slots.size()) + 1;
     const int64_t c0 = CpuNs();
@@ -1095,6 +1114,10 @@ pid_t StartClaimer(const ClaimerConfig& cfg, const PlacementRequest& req, Shared
           st.retries += doc.value("retries", 0);
           if (doc.value("placed", false)) {
             ++st.claims;
+            if (partition.count > 1 &&
+                accel::fleet::PartitionOfHost(doc["instances"][0]["host"].get<std::string>(), partition.count) !=
+                    partition.index)
+              ++st.outside_partition;
             st.last_success_ns = NowNs();
           } else {
             ++st.not_committed;
@@ -1133,7 +1156,12 @@ nlohmann::ordered_json CheckStore(const accel::test_support::PostgresServer& pg,
     if (it != units.end()) units.erase(it);
   }
   for (const auto& [id, n] : units) orphan_units += n;
+  std::set<std::string> hosts_with_claims;
+  for (const Claim& c : claims) hosts_with_claims.insert(c.host);
   j["claims"] = claims.size();
+  // How tightly the claims are packed: pack puts two 4-GPU claims on an 8-GPU host, so about
+  // claims / 2 hosts is the ideal; a partition or a subset may open more.
+  j["hosts_with_claims"] = hosts_with_claims.size();
   j["half_claims"] = half;            // claims whose unit rows are missing or incomplete
   j["orphan_unit_rows"] = orphan_units;  // unit rows of no claim
   j["double_booked"] = audit.size();
@@ -1206,6 +1234,7 @@ int RunClaims(const Args& a, int argc, char** argv) {
     cfgs[i].strategy = a.spread ? accel::fleet::FleetStrategy::kSpread : accel::fleet::FleetStrategy::kPack;
     cfgs[i].hold = hold;
     cfgs[i].subset_size = a.subset_size;
+    if (a.partition && a.replicas == 0) cfgs[i].partition = {i, n};
   }
   out["claimers"] = n;
   out["refresh_every"] = a.refresh_every;
@@ -1213,6 +1242,7 @@ int RunClaims(const Args& a, int argc, char** argv) {
   out["strategy"] = a.spread ? "spread" : "pack";
   out["scrambled_names"] = a.scrambled_names;
   out["subset_size"] = a.subset_size;
+  out["partition"] = a.partition;
   out["hold"] = hold;
   out["load_before_claims"] = LoadAverage();
 
@@ -1240,7 +1270,9 @@ int RunClaims(const Args& a, int argc, char** argv) {
       for (int i = r; i < n; i += a.replicas) mine.push_back(cfgs[i]);
       const pid_t pid = fork();
       if (pid < 0) throw std::runtime_error("fork failed");
-      if (pid == 0) ReplicaMain(url, a.refresh_ms, mine, body, shared);
+      const accel::fleet::SchedulePartition part = a.partition ? accel::fleet::SchedulePartition{r, a.replicas}
+                                                               : accel::fleet::SchedulePartition{};
+      if (pid == 0) ReplicaMain(url, a.refresh_ms, part, mine, body, shared);
       replica_pids.push_back(pid);
     }
     out["replicas"] = a.replicas;
@@ -1320,7 +1352,7 @@ int RunClaims(const Args& a, int argc, char** argv) {
   const double pg_cpu = a.restart ? -1 : PostgresCpuSeconds(postmaster) - pg_cpu_before;
 
   long claims = 0, retries = 0, not_committed = 0, no_fit = 0, errors = 0, releases = 0, snapshots = 0,
-       polls = 0, rereads = 0;
+       polls = 0, rereads = 0, outside_partition = 0;
   double schedule_s = 0, claim_s = 0, refresh_s = 0, release_s = 0;
   double schedule_cpu = 0, claim_cpu = 0, refresh_cpu = 0, release_cpu = 0;
   int64_t first = INT64_MAX, last = 0;
@@ -1332,6 +1364,7 @@ int RunClaims(const Args& a, int argc, char** argv) {
     no_fit += s.no_fit;
     errors += s.errors;
     releases += s.releases;
+    outside_partition += s.outside_partition;
     snapshots += s.snapshots;
     polls += s.polls;
     rereads += s.host_rereads;
@@ -1357,6 +1390,7 @@ int RunClaims(const Args& a, int argc, char** argv) {
   r["no_fit"] = no_fit;
   r["errors"] = errors;
   r["releases"] = releases;
+  r["outside_partition"] = outside_partition;
   r["snapshots"] = snapshots;
   r["polls"] = polls;
   r["host_rereads"] = rereads;
@@ -1373,6 +1407,9 @@ int RunClaims(const Args& a, int argc, char** argv) {
               "%ld decisions lost every candidate, %ld no fit, %ld errors, %ld releases\n",
               n, claims, wall, double(claims) / wall, retries, 100.0 * (claims ? double(retries) / double(claims) : 0),
               not_committed, no_fit, errors, releases);
+  if (a.partition)
+    std::printf("        partitions: %ld claims (%.2f%%) on a host outside their scheduler's partition\n",
+                outside_partition, 100.0 * (claims ? double(outside_partition) / double(claims) : 0));
   std::printf("        claimer time: schedule %.1f s, claim transactions %.1f s, view refresh %.1f s (%ld snapshots, "
               "%ld polls, %ld host re-reads), releases %.1f s\n",
               schedule_s, claim_s, refresh_s, snapshots, polls, rereads, release_s);
@@ -1422,9 +1459,9 @@ int RunClaims(const Args& a, int argc, char** argv) {
   }
   nlohmann::ordered_json check = CheckStore(pg, url);
   out["check"] = check;
-  std::printf("audit: %ld claims in the store, %zu audit findings (double-booked), %ld half claims, "
+  std::printf("audit: %ld claims in the store on %zu hosts, %zu audit findings (double-booked), %ld half claims, "
               "%ld orphan unit rows\n",
-              check["claims"].get<long>(), check["audit_findings"].get<size_t>(), check["half_claims"].get<long>(),
+              check["claims"].get<long>(), check["hosts_with_claims"].get<size_t>(), check["audit_findings"].get<size_t>(), check["half_claims"].get<long>(),
               check["orphan_unit_rows"].get<long>());
   out["load_at_end"] = LoadAverage();
   std::printf("load average: start %s, before claims %s, end %s\n", out["load_at_start"].get<std::string>().c_str(),

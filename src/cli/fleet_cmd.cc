@@ -389,6 +389,7 @@ struct PlaceOptions {
   int alternates = 4;
   std::string seed;
   int subset_size = 1;
+  std::string replica;  ///< "INDEX/COUNT"; "" = none (the service's own with --server)
   std::string output = "text";
 };
 
@@ -408,6 +409,10 @@ int PlaceThroughServer(const PlaceOptions& o) {
   body["alternates"] = o.alternates;
   if (!o.seed.empty()) body["seed"] = o.seed;
   if (o.subset_size != 1) body["subset_size"] = o.subset_size;
+  if (!o.replica.empty()) {
+    const fleet::SchedulePartition part = fleet::ParsePartition(o.replica, "--replica");
+    body["partition"] = {{"index", part.index}, {"count", part.count}};
+  }
   nlohmann::ordered_json doc = CallServer(o.server, "POST", "/api/v1/place", body.dump());
   const bool placed = doc.value("placed", false);
   if (o.output != "text") {
@@ -453,6 +458,7 @@ int Place(const PlaceOptions& o) {
   if (so.subset_size > 1 && so.tiebreak_seed.empty())
     throw InputError("--subset-size", std::to_string(so.subset_size), "chooses among the best hosts by the seed's order",
                      "give the scheduler an identity with --seed (e.g. --seed $(hostname))");
+  if (!o.replica.empty()) so.partition = fleet::ParsePartition(o.replica, "--replica");
   // A store that does not exist yet has no hosts: nothing fits, nothing is created.
   auto store = OpenForReading(o.store);
   fleet::FleetView view;
@@ -591,12 +597,14 @@ void RegisterPlaceAndClaims(CLI::App* fleet_cmd, int* exit_code) {
       "Pick a host in the fleet and the exact placement on it for N instances; optionally claim them.\n\n"
       "The engine is `accel place`'s. Hosts are filtered (enabled, not stale, --where), ranked\n"
       "by the strategy then by fragmentation (keep whole GPU nodes and whole hosts free), then\n"
-      "by name (or a seeded order with --seed). A claim taken meanwhile by another scheduler\n"
-      "falls back to the next-best ranked host. When nothing fits, says why per cause.\n\n"
+      "by name (or a seeded order with --seed); with --replica I/N the hosts of this scheduler's\n"
+      "share rank first. A claim taken meanwhile by another scheduler falls back to the next-best\n"
+      "ranked host. When nothing fits, says why per cause.\n\n"
       "Examples:\n"
       "  accel fleet place --flavor examples/flavors/gpu-4-2cell.yaml --aliases examples/flavors/aliases.json\n"
       "  accel fleet place --flavor f.yaml --count 4 --different-hosts --where az=rack-3 --claim -o json\n"
-      "  accel fleet place --flavor f.yaml --claim -o libvirt > guest.xml\n\n"
+      "  accel fleet place --flavor f.yaml --claim -o libvirt > guest.xml\n"
+      "  accel fleet place --flavor f.yaml --claim --replica 1/2   # the second of two schedulers\n\n"
       "Exit status: 0 all placed (and claimed); 1 not all placed (nothing claimed); 2 bad input;\n"
       "5 the store refused or cannot be reached.");
   p->add_option("--store", po->store, kStoreHelp);
@@ -616,6 +624,10 @@ void RegisterPlaceAndClaims(CLI::App* fleet_cmd, int* exit_code) {
                 "Nova's host_subset_size: choose among the N best hosts by --seed's order, so schedulers\n"
                 "that share a fleet rarely race for one host (needs --seed)")
       ->check(CLI::Range(1, 64))->capture_default_str();
+  p->add_option("--replica", po->replica,
+                "INDEX/COUNT: schedule as replica INDEX (from 0) of COUNT schedulers sharing the store:\n"
+                "prefer the hosts whose name's hash modulo COUNT is INDEX, all hosts when none of those fits\n"
+                "(with --server: instead of the service's --replica)");
   p->add_option("-o,--output", po->output, "text, json, yaml, or libvirt (one instance)")
       ->check(CLI::IsMember({"text", "json", "yaml", "libvirt"}))->capture_default_str();
   p->callback([po, exit_code] { *exit_code = Guarded("fleet place", [&] { return Place(*po); }); });

@@ -33,6 +33,7 @@ struct FleetServeOptions {
   int capacity_every_s = 30;
   std::string seed;
   int subset_size = 1;
+  std::string replica;  ///< "INDEX/COUNT"; "" = no partition
   bool once = false;
 };
 
@@ -51,6 +52,7 @@ int Serve(const FleetServeOptions& o) {
     if (so.subset_size > 1 && so.seed.empty())
       throw InputError("--subset-size", std::to_string(so.subset_size), "chooses among the best hosts by the seed's order",
                        "give the replica an identity with --seed (e.g. --seed $(hostname))");
+    if (!o.replica.empty()) so.partition = fleet::ParsePartition(o.replica, "--replica");
     placement::PciAliasTable aliases;
     if (!o.aliases.empty()) aliases = placement::LoadPciAliases(o.aliases);
     for (const std::string& file : o.capacity_flavors)
@@ -79,7 +81,8 @@ int Serve(const FleetServeOptions& o) {
   }
   service->Start();
   log("serving the fleet of " + so.store_url + " on " + telemetry::FormatListenAddress(address) + " (port " +
-      std::to_string(server->port()) + "): API /api/v1, page /, metrics /metrics");
+      std::to_string(server->port()) + "): API /api/v1, page /, metrics /metrics" +
+      (so.partition.count > 1 ? "; replica " + fleet::FormatPartition(so.partition) + " (prefers its share of the hosts)" : ""));
   if (o.once) {
     std::cout << service->Metrics();
   } else {
@@ -110,12 +113,17 @@ void RegisterFleetServe(CLI::App* fleet_cmd, int* exit_code) {
       "on one PostgreSQL see each other's claims within --refresh-ms), a JSON API (place + claim,\n"
       "release, hosts, capacity, claims, filter; docs/fleet-api.yaml), /metrics for Prometheus and\n"
       "a fleet page at /. TLS and basic auth from the web config file, as `accel exporter`.\n\n"
+      "Several replicas on one PostgreSQL: give each `--replica INDEX/COUNT` (0/2 and 1/2 for two).\n"
+      "Replica i then prefers the hosts whose name hashes to i, so replicas race for a host only\n"
+      "when one's share has no fitting host left (it then takes the best of all hosts).\n\n"
       "Examples:\n"
-      "  accel fleet serve --store postgresql://accel@db/fleet --seed replica-a --subset-size 4 \\\n"
+      "  accel fleet serve --store postgresql://accel@db/fleet --replica 0/2 \\\n"
       "      --capacity-flavor flavors.yaml --aliases aliases.json\n"
+      "  accel fleet serve --store postgresql://accel@db/fleet --replica 1/2 --web.listen-address :9471\n"
+      "  # a StatefulSet of 3: --replica ${HOSTNAME##*-}/3\n"
       "  curl -s localhost:9470/api/v1/hosts | jq '.hosts[].name'\n"
       "  curl -s -XPOST localhost:9470/api/v1/place -d '{\"flavor\": {...}, \"claim\": true}'\n\n"
-      "Exit status: 0 stopped by SIGINT/SIGTERM; 2 bad input (store URL, flavor, web config);\n"
+      "Exit status: 0 stopped by SIGINT/SIGTERM; 2 bad input (store URL, flavor, web config, --replica);\n"
       "5 the system refused (cannot listen, store unreachable at start).");
   cmd->add_option("--store", o->store, "fleet store URL (sqlite:PATH or postgresql://...); default $ACCEL_FLEET_STORE");
   cmd->add_option("--web.listen-address", o->listen, "address to listen on, e.g. :9470, 127.0.0.1:0")->capture_default_str();
@@ -131,6 +139,10 @@ void RegisterFleetServe(CLI::App* fleet_cmd, int* exit_code) {
                   "Nova's host_subset_size: choose among the N best hosts by --seed's order (about the number\n"
                   "of replicas keeps them from racing for one host); a request's subset_size overrides it")
       ->check(CLI::Range(1, 64))->capture_default_str();
+  cmd->add_option("--replica", o->replica,
+                  "INDEX/COUNT: this is replica INDEX (from 0) of COUNT sharing the store; it prefers its\n"
+                  "share of the hosts (their name's hash modulo COUNT is INDEX) and falls back to all hosts\n"
+                  "when none of its share fits; a request's partition overrides it");
   cmd->add_flag("--once", o->once, "start, print /metrics once, stop (for scripts and tests)");
   cmd->callback([o, exit_code] { *exit_code = Serve(*o); });
 }

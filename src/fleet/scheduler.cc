@@ -8,6 +8,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "common/error.h"
 #include "placement/pci_fit.h"
 
 namespace accel::fleet {
@@ -190,9 +191,10 @@ struct WorkingLookup {
   }
 };
 
-// The documented order (scheduler.h): strategy, fragmentation, then the tiebreak — 0 without a
-// seed, so the view's index, which follows the host name, decides.
+// The documented order (scheduler.h): the partition, strategy, fragmentation, then the tiebreak
+// — 0 without a seed, so the view's index, which follows the host name, decides.
 struct RankKey {
+  int outside;       ///< 0 for a host of this replica's partition (or without one), 1 for others
   int accelerators;  ///< pack: free accelerators; spread: minus them
   int cpus;          ///< pack: free pinnable CPUs; spread: minus them
   int whole_nodes;   ///< 0 when a node's accelerators are partly used already
@@ -200,8 +202,8 @@ struct RankKey {
   uint64_t tiebreak;
   uint32_t index;    ///< in FleetView::hosts()
   bool operator<(const RankKey& o) const {
-    return std::tie(accelerators, cpus, whole_nodes, idle, tiebreak, index) <
-           std::tie(o.accelerators, o.cpus, o.whole_nodes, o.idle, o.tiebreak, o.index);
+    return std::tie(outside, accelerators, cpus, whole_nodes, idle, tiebreak, index) <
+           std::tie(o.outside, o.accelerators, o.cpus, o.whole_nodes, o.idle, o.tiebreak, o.index);
   }
 };
 
@@ -227,6 +229,35 @@ class CauseTally {
 };
 
 }  // namespace
+
+int PartitionOf(uint64_t name_hash, int count) {
+  if (count <= 1) return 0;
+  return static_cast<int>(Mix64(name_hash) % static_cast<uint64_t>(count));
+}
+
+int PartitionOfHost(const std::string& host_name, int count) { return PartitionOf(Fnv1a(host_name), count); }
+
+SchedulePartition ParsePartition(const std::string& text, const std::string& where) {
+  const std::string hint = "INDEX/COUNT, 0-based: --replica 0/2 and --replica 1/2 for two replicas";
+  const size_t slash = text.find('/');
+  auto whole = [&](const std::string& part, const char* what) {
+    if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos)
+      throw InputError(where, text, std::string(what) + " is not a whole number", hint);
+    return part.size() > 6 ? 1000000 : std::stoi(part);  // out of range either way
+  };
+  if (slash == std::string::npos) throw InputError(where, text, "is not INDEX/COUNT", hint);
+  SchedulePartition p;
+  p.index = whole(text.substr(0, slash), "the index");
+  p.count = whole(text.substr(slash + 1), "the count");
+  if (p.count < 1 || p.count > 1024) throw InputError(where, text, "the count must be 1 to 1024", hint);
+  if (p.index >= p.count)
+    throw InputError(where, text, "the index must be below the count (replicas are numbered from 0)", hint);
+  return p;
+}
+
+std::string FormatPartition(const SchedulePartition& partition) {
+  return std::to_string(partition.index) + "/" + std::to_string(partition.count);
+}
 
 std::string CauseOf(const std::string& reason) {
   auto has = [&](const char* word) { return reason.find(word) != std::string::npos; };
@@ -258,6 +289,10 @@ ScheduleResult Schedule(const FleetView& view, const placement::PlacementRequest
   const int sign = options.strategy == FleetStrategy::kPack ? 1 : -1;
   const bool seeded = !options.tiebreak_seed.empty();
   const uint64_t seed_hash = seeded ? Fnv1a(options.tiebreak_seed) : 0;
+  const SchedulePartition& part = options.partition;
+  if (part.count < 1 || part.index < 0 || part.index >= part.count)
+    throw InputError("schedule options", "partition", FormatPartition(part) + " is not INDEX/COUNT with 0 <= INDEX < COUNT");
+  const bool partitioned = part.count > 1;
   CountCheck counts(view, request);
   Working work;
   const WorkingLookup lookup{&view, &work};
@@ -321,7 +356,8 @@ ScheduleResult Schedule(const FleetView& view, const placement::PlacementRequest
                    [&] { return name() + ": " + counts.Explain(why, row, work.Get(view, i)); });
         continue;
       }
-      ranked.push_back(RankKey{sign * row.free_accelerators, sign * row.free_pinnable_cpus,
+      ranked.push_back(RankKey{partitioned && PartitionOf(row.name_hash, part.count) != part.index ? 1 : 0,
+                               sign * row.free_accelerators, sign * row.free_pinnable_cpus,
                                row.partly_used_node ? 0 : 1, row.idle ? 1 : 0,
                                seeded ? SeededTiebreak(seed_hash, row.name_hash) : 0, static_cast<uint32_t>(i)});
     }
@@ -331,6 +367,7 @@ ScheduleResult Schedule(const FleetView& view, const placement::PlacementRequest
     const int subset = seeded ? std::max(1, options.subset_size) : 1;
     const int wanted = std::max(subset, 1 + std::max(0, options.alternates));
     std::vector<Candidate> found;
+    size_t own_found = 0;  // the first own_found of `found` are of this replica's partition
     size_t sorted = 0;
     for (size_t pos = 0; pos < ranked.size() && static_cast<int>(found.size()) < wanted; ++pos) {
       if (pos == sorted) {
@@ -354,15 +391,19 @@ ScheduleResult Schedule(const FleetView& view, const placement::PlacementRequest
       c.placement = *fit.placement;
       c.placement.host = e.record.name;
       if (auto on = work.instances_on.find(i); on != work.instances_on.end()) c.assumed_instances = on->second;
+      if (ranked[pos].outside == 0) ++own_found;
       found.push_back(std::move(c));
     }
     if (found.empty()) {
       result.why_not = causes.MostHostsFirst();
       return result;
     }
-    // Nova's host_subset_size, seeded: the first of the best `subset` hosts in the seed's order.
+    // Nova's host_subset_size, seeded: the first of the best `subset` hosts in the seed's order —
+    // among the partition's own while it has a fit, so the choice never leaves it needlessly.
+    const size_t choose_among = own_found > 0 ? std::min<size_t>(own_found, static_cast<size_t>(subset))
+                                              : static_cast<size_t>(subset);
     size_t pick = 0;
-    for (size_t k = 1; k < found.size() && k < static_cast<size_t>(subset); ++k)
+    for (size_t k = 1; k < found.size() && k < choose_among; ++k)
       if (SeededTiebreak(seed_hash, view.rows()[found[k].host_index].name_hash) <
           SeededTiebreak(seed_hash, view.rows()[found[pick].host_index].name_hash))
         pick = k;

@@ -10,7 +10,9 @@
 //      the most) than it asks — devices must be local to the guest's cells, which sit on
 //      distinct host nodes. These bounds are necessary conditions: they never skip a host the
 //      engine would fit. They read FleetView::rows() only.
-//   3. Rank the rest: (a) the strategy — pack: fewest free accelerators, then fewest free
+//   3. Rank the rest: (0) with a partition (replica i of n), the replica's own hosts first —
+//      those whose name hashes to i (PartitionOf) — then every other host, each group in the
+//      order below; (a) the strategy — pack: fewest free accelerators, then fewest free
 //      pinnable CPUs; spread: most of each; (b) fragmentation — prefer a host with a node whose
 //      accelerators are already partly used (so whole free GPU nodes stay whole), then a host
 //      that is not idle (so whole free hosts stay whole); (c) the host name, or with a
@@ -21,6 +23,16 @@
 //   5. With subset_size > 1 and a seed, choose among the best subset_size by the seeded order
 //      (Nova's host_subset_size, made deterministic); the rest, best first, are the alternates.
 // Deterministic: same view, request, options and seed, same answer.
+//
+// Partitions: replicas that see the same fleet rank the same hosts first, and under pack there
+// is often one best host (exact free CPU counts rarely tie), so without a partition they race
+// for it however they break ties (docs/benchmarks.md, "Fleet"). With `partition` {i, n} on each
+// of n replicas, each prefers its own 1/n of the hosts, so two replicas only meet on a host
+// when one's share has no fitting host left; then it takes the best of all hosts (nothing fits
+// less than without a partition). The cost: the strategy and fragmentation order hold within
+// each share, not across the fleet — a replica opens an idle host of its share while another
+// share still has a partly used one that fits; with requests spread evenly over the replicas,
+// each share packs as the whole fleet would.
 //
 // When not every instance fits, every host that did not take one is explained, counted per
 // cause across the fleet ("4,812 hosts: PCI devices — e.g. gpu-0042: PCI alias 'h100': 2 free
@@ -45,6 +57,13 @@ enum class FleetStrategy {
   kSpread,  ///< use the emptiest hosts first: fewer noisy neighbours
 };
 
+/// Replica `index` of `count` scheduler replicas sharing one fleet: its own hosts are those
+/// with PartitionOf(name_hash, count) == index. {0, 1} (the default) is no partition.
+struct SchedulePartition {
+  int index = 0;  ///< this replica, 0 .. count - 1 (e.g. a StatefulSet pod's ordinal)
+  int count = 1;  ///< how many replicas share the fleet; 1 = every host is every replica's own
+};
+
 struct ScheduleOptions {
   std::vector<LabelRequirement> where;  ///< every term must match the host's labels
   FleetStrategy strategy = FleetStrategy::kPack;
@@ -60,6 +79,9 @@ struct ScheduleOptions {
   /// concurrent requests of one replica do not choose the same host before its claim lands in
   /// the view (kube-scheduler's "assumed" pods, in reverse). Counted as cause "claim in flight".
   std::vector<size_t> skip_hosts;
+  /// This replica's share of the hosts: ranked before every other host (step 3 (0) above); the
+  /// subset choice stays within it while it has a fit. count 1 = none.
+  SchedulePartition partition;
   /// Identifies the scheduler replica; "" = rank equal hosts by name. Replicas that each use
   /// their own seed spread over equally good hosts instead of racing for the first.
   std::string tiebreak_seed;
@@ -100,9 +122,26 @@ struct ScheduleResult {
 
 /// Decides `options.count` instances of `request` on `view`. Instances after the first see the
 /// earlier ones applied to a working copy (the view itself is not changed). Returns as many as
-/// fit; all_placed says whether that is all of them.
+/// fit; all_placed says whether that is all of them. Throws InputError when options.partition
+/// is not 0 <= index < count.
 ScheduleResult Schedule(const FleetView& view, const placement::PlacementRequest& request,
                         const ScheduleOptions& options);
+
+/// The partition (0 .. count - 1) of a host whose name has FNV-1a `name_hash` (RankRow::name_hash):
+/// the hash mixed by splitmix64's finalizer, modulo count. (FNV-1a's low bits depend only on the
+/// low bits of each byte — modulo 2 it is the parity of the odd bytes — so unmixed, a power-of-two
+/// count would split hosts by their names' digits, not evenly.) Stable: a host keeps its partition
+/// as long as its name and the replica count stay. count < 1 is read as 1.
+int PartitionOf(uint64_t name_hash, int count);
+/// PartitionOf(Fnv1a(host_name), count).
+int PartitionOfHost(const std::string& host_name, int count);
+
+/// Reads "INDEX/COUNT" (e.g. "0/2": the first of two replicas; 0-based, as a StatefulSet's pod
+/// ordinals). Throws InputError naming `where` (a flag or field) unless 1 <= COUNT <= 1024 and
+/// 0 <= INDEX < COUNT.
+SchedulePartition ParsePartition(const std::string& text, const std::string& where);
+/// "INDEX/COUNT".
+std::string FormatPartition(const SchedulePartition& partition);
 
 /// The cause category of an engine no-fit reason: "CPUs", "memory", "PCI devices",
 /// "NUMA cells" or "other".

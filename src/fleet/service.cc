@@ -120,6 +120,26 @@ int IntField(const nlohmann::json& doc, const std::string& key, int fallback, in
   return static_cast<int>(v.get<int64_t>());
 }
 
+// "partition": {"index": I, "count": N} (ScheduleOptions::partition); `fallback` when absent or null.
+SchedulePartition PartitionField(const nlohmann::json& doc, const SchedulePartition& fallback) {
+  if (!doc.contains("partition") || doc["partition"].is_null()) return fallback;
+  const nlohmann::json& v = doc["partition"];
+  const std::string hint = "{\"index\": 0, \"count\": 2} is the first of two replicas; {\"index\": 0, \"count\": 1} is none";
+  if (!v.is_object()) throw InputError("request body", "partition", "must be an object with index and count", hint);
+  for (const auto& [key, value] : v.items())
+    if (key != "index" && key != "count") throw InputError("request body", "partition." + key, "is not a field of partition", hint);
+  auto whole = [&](const char* key, int lo, int hi) {
+    if (!v.contains(key) || !v[key].is_number_integer() || v[key].get<int64_t>() < lo || v[key].get<int64_t>() > hi)
+      throw InputError("request body", std::string("partition.") + key,
+                       "must be a whole number from " + std::to_string(lo) + " to " + std::to_string(hi), hint);
+    return static_cast<int>(v[key].get<int64_t>());
+  };
+  SchedulePartition p;
+  p.count = whole("count", 1, 1024);
+  p.index = whole("index", 0, p.count - 1);
+  return p;
+}
+
 template <typename T>
 T Field(const nlohmann::json& doc, const std::string& key, T fallback) {
   if (!doc.contains(key) || doc[key].is_null()) return fallback;
@@ -182,6 +202,7 @@ class FleetService::Pool {
 
 FleetService::FleetService(ServiceOptions options)
     : options_(std::move(options)), latency_buckets_(std::size(kLatencyBuckets), 0) {
+  ParsePartition(FormatPartition(options_.partition), "partition");  // throws unless 0 <= index < count
   pool_ = std::make_unique<Pool>(options_.store_url, options_.connections);
   refresher_store_ = FleetStore::Open(options_.store_url);
   FleetSnapshot snapshot = refresher_store_->Snapshot();
@@ -371,7 +392,8 @@ ServiceReply FleetService::Hosts(const ServiceRequest& r) {
 ServiceReply FleetService::Place(const ServiceRequest& r) {
   const auto started = std::chrono::steady_clock::now();
   nlohmann::json doc = ParseBody(r.body);
-  OnlyKeys(doc, {"flavor", "aliases", "count", "different_hosts", "where", "strategy", "alternates", "seed", "subset_size", "claim"});
+  OnlyKeys(doc, {"flavor", "aliases", "count", "different_hosts", "where", "strategy", "alternates", "seed", "subset_size",
+                 "partition", "claim"});
   if (!doc.contains("flavor")) throw InputError("request body", "flavor", "is missing", "the flavor as an object: name, vcpus, ram, extra_specs");
   std::vector<placement::PlacementRequest> reqs = RequestsOf(doc["flavor"], AliasesOf(doc), "flavor");
   if (reqs.size() != 1) throw InputError("request body", "flavor", "must be one flavor");
@@ -388,6 +410,7 @@ ServiceReply FleetService::Place(const ServiceRequest& r) {
   if (so.subset_size > 1 && so.tiebreak_seed.empty())
     throw InputError("request body", "subset_size", "chooses among the best hosts by the seed's order",
                      "give a seed in the request, or start the replica with --seed");
+  so.partition = PartitionField(doc, options_.partition);
   const bool claim = Field<bool>(doc, "claim", false);
 
   auto lease = pool_->Take();
@@ -443,6 +466,9 @@ ServiceReply FleetService::Place(const ServiceRequest& r) {
   else if (outcome.lost_race) ++lost_race_;
   else ++no_fit_;
   retries_ += static_cast<uint64_t>(outcome.retries);
+  if (outcome.placed && so.partition.count > 1)
+    for (const Candidate& c : outcome.instances)
+      if (PartitionOfHost(c.host, so.partition.count) != so.partition.index) ++partition_fallbacks_;
   if (outcome.retries > 0) ++conflicted_requests_;
   return Json(200, PlaceOutcomeJson(outcome, reqs[0].flavor, so.count, claim));
 }
@@ -556,6 +582,13 @@ std::string FleetService::Metrics() {
   for (const auto& [state, n] : states) o << "accel_fleet_hosts{state=\"" << state << "\"} " << n << "\n";
   o << "# HELP accel_fleet_claims Live claims in the store, as this replica last saw them.\n"
     << "# TYPE accel_fleet_claims gauge\naccel_fleet_claims " << claims << "\n";
+  // This replica's share of the hosts (ServiceOptions::partition; all of them without one).
+  size_t own_hosts = 0;
+  for (const RankRow& row : view_.rows())
+    own_hosts += PartitionOf(row.name_hash, options_.partition.count) == options_.partition.index ? 1 : 0;
+  o << "# HELP accel_fleet_partition_hosts Hosts of this replica's partition (--replica INDEX/COUNT; all hosts without one).\n"
+    << "# TYPE accel_fleet_partition_hosts gauge\naccel_fleet_partition_hosts{partition=\""
+    << FormatPartition(options_.partition) << "\"} " << own_hosts << "\n";
   o << "# HELP accel_fleet_host_accelerators_free GPUs/HPUs no claim holds, per host.\n"
     << "# TYPE accel_fleet_host_accelerators_free gauge\n";
   for (const HostEntry& e : view_.hosts())
@@ -580,6 +613,8 @@ std::string FleetService::Metrics() {
     << "# TYPE accel_fleet_claim_retries_total counter\naccel_fleet_claim_retries_total " << retries_ << "\n";
   o << "# HELP accel_fleet_claim_conflicts_total Place requests that met at least one conflict.\n"
     << "# TYPE accel_fleet_claim_conflicts_total counter\naccel_fleet_claim_conflicts_total " << conflicted_requests_ << "\n";
+  o << "# HELP accel_fleet_partition_fallbacks_total Instances placed outside the request's partition (no fitting host of its own left).\n"
+    << "# TYPE accel_fleet_partition_fallbacks_total counter\naccel_fleet_partition_fallbacks_total " << partition_fallbacks_ << "\n";
   {
     std::lock_guard<std::mutex> hl(histogram_mu_);
     o << "# HELP accel_fleet_placement_duration_seconds Time to answer a place request (decide and claim).\n"

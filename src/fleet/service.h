@@ -57,6 +57,10 @@ struct ServiceOptions {
   /// Default subset_size of a placement (ScheduleOptions::subset_size, Nova's host_subset_size):
   /// with several replicas, about their number keeps them from racing for one host.
   int subset_size = 1;
+  /// This replica's share of the fleet (ScheduleOptions::partition): replica i of n prefers the
+  /// hosts whose name hashes to i, so n replicas race only when a share runs out of fitting
+  /// hosts. Default for a place request's "partition"; {0, 1} = none.
+  SchedulePartition partition;
   int connections = 4;                                ///< store connections (concurrent requests)
 };
 
@@ -77,7 +81,8 @@ struct ServiceReply {
 class FleetService {
  public:
   /// Opens `options.connections` store connections and loads the fleet. Throws InputError or
-  /// SystemError as FleetStore::Open does.
+  /// SystemError as FleetStore::Open does, and InputError for a partition that is not
+  /// 0 <= index < count.
   explicit FleetService(ServiceOptions options);
   ~FleetService();
   FleetService(const FleetService&) = delete;
@@ -145,6 +150,8 @@ class FleetService {
   std::atomic<int64_t> refreshed_at_{0};      ///< unix seconds of the last good refresh
   std::atomic<uint64_t> placed_{0}, no_fit_{0}, lost_race_{0};
   std::atomic<uint64_t> retries_{0}, conflicted_requests_{0};
+  /// Instances placed (and claimed, for claim requests) outside the request's partition.
+  std::atomic<uint64_t> partition_fallbacks_{0};
   std::mutex histogram_mu_;
   std::vector<uint64_t> latency_buckets_;     ///< guarded by histogram_mu_; cumulative on output
   uint64_t latency_count_ = 0;                ///< guarded by histogram_mu_

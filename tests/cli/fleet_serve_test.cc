@@ -28,6 +28,7 @@
 
 #include "cli/cli_test_util.h"
 #include "common/structured_file.h"
+#include "fleet/scheduler.h"
 #include "support/fleet_service.h"
 #include "support/postgres_server.h"
 #include "support/shared_fixture.h"
@@ -640,6 +641,77 @@ TEST_F(FleetServeCli, BasicAuthAcceptsAPostWhoseBodyArrivesAfterItsHead) {
   ExpectConforms(right);
 }
 
+// ---- Partitions: --replica INDEX/COUNT ------------------------------------------------------------
+
+// The hosts h100-a .. h100-f that replica `index` of `count` prefers (fleet::PartitionOfHost).
+std::set<std::string> ShareOf(int index, int count, int hosts = 6) {
+  std::set<std::string> share;
+  for (int i = 0; i < hosts; ++i) {
+    const std::string name = "h100-" + std::string(1, static_cast<char>('a' + i));
+    if (fleet::PartitionOfHost(name, count) == index) share.insert(name);
+  }
+  return share;
+}
+
+// A replica started with --replica prefers its share of the hosts; a request's "partition"
+// overrides it ({"index": 0, "count": 1}: none); `accel fleet place --replica` does the same with
+// --server and on the store; /metrics counts the share; bad partitions are refused (exit 2, 400).
+TEST_F(FleetServeCli, ReplicaPrefersItsShareOfTheHosts) {
+  for (int i = 0; i < 6; ++i)
+    Accel("fleet host add --store '" + store_ + "' --topology " + Src("fixtures/hosts/hgx-h100.json") + " --name h100-" +
+          std::string(1, static_cast<char>('a' + i)) + " --label gpu=h100");
+  const std::set<std::string> share0 = ShareOf(0, 2), share1 = ShareOf(1, 2);
+  ASSERT_FALSE(share0.empty());
+  ASSERT_FALSE(share1.empty());
+  auto serve = Serve({"--replica", "1/2"});
+  EXPECT_THAT(serve->Log(), HasSubstr("replica 1/2"));
+  test_support::ApiClient api(serve->Url());
+  const std::string m = api.Get("/metrics").body;
+  EXPECT_EQ(Sample(m, "accel_fleet_partition_hosts{partition=\"1/2\"}"), static_cast<double>(share1.size())) << m;
+  EXPECT_EQ(Sample(m, "accel_fleet_partition_fallbacks_total"), 0) << m;
+
+  auto host_of = [](const test_support::ApiReply& r) {
+    EXPECT_EQ(r.status, 200) << r.body;
+    const json doc = r.Json();
+    EXPECT_EQ(doc.value("placed", false), true) << r.body;
+    return doc.contains("instances") && !doc["instances"].empty() ? doc["instances"][0]["host"].get<std::string>() : "";
+  };
+  EXPECT_TRUE(share1.count(host_of(api.Post("/api/v1/place", PlaceBody(WholeH100Host()))))) << "the replica's own share";
+  EXPECT_TRUE(share0.count(host_of(
+      api.Post("/api/v1/place", PlaceBody(WholeH100Host(), {{"partition", {{"index", 0}, {"count", 2}}}})))));
+  EXPECT_EQ(host_of(api.Post("/api/v1/place", PlaceBody(WholeH100Host(), {{"partition", {{"index", 0}, {"count", 1}}}}))),
+            "h100-a")
+      << "no partition: pack, equal hosts by name";
+
+  // The CLI: through the service, and on the store itself.
+  WriteFile(dir_ / "gpu-8.json", WholeH100Host().dump());
+  const std::string flavor = " --flavor " + (dir_ / "gpu-8.json").string() + " --aliases " + kAliasesFile;
+  json out = json::parse(Accel("fleet place --server " + serve->Url() + flavor + " --replica 0/2 -o json"));
+  EXPECT_TRUE(share0.count(out["instances"][0]["host"].get<std::string>())) << out.dump(1);
+  for (int index : {0, 1}) {
+    out = json::parse(Accel("fleet place --store '" + store_ + "'" + flavor + " --replica " + std::to_string(index) + "/2 -o json"));
+    EXPECT_TRUE(ShareOf(index, 2).count(out["instances"][0]["host"].get<std::string>())) << index << out.dump(1);
+  }
+
+  // Bad partitions: 400 naming the field; exit 2 naming the flag; nothing claimed anywhere.
+  for (const json& bad : {json({{"index", 2}, {"count", 2}}), json("0/2"), json({{"index", 0}, {"count", 2}, {"of", 1}}),
+                          json({{"count", 2}}), json({{"index", 0}, {"count", 0}})}) {
+    test_support::ApiReply r = api.Post("/api/v1/place", PlaceBody(WholeH100Host(), {{"partition", bad}, {"claim", true}}));
+    EXPECT_EQ(r.status, 400) << bad.dump() << "\n" << r.body;
+    EXPECT_THAT(r.body, HasSubstr("partition")) << bad.dump();
+  }
+  for (const char* bad : {"2/2", "1", "x/2", "0/0"}) {
+    testing::RunResult r = RunAccel("fleet place --store '" + store_ + "'" + flavor + " --claim --replica " + bad);
+    EXPECT_EQ(r.exit_code, 2) << bad << "\n" << r.output;
+    EXPECT_THAT(r.output, HasSubstr("--replica")) << bad;
+    r = RunAccel("fleet serve --store '" + store_ + "' --once --web.listen-address 127.0.0.1:0 --replica " + bad);
+    EXPECT_EQ(r.exit_code, 2) << bad << "\n" << r.output;
+    EXPECT_THAT(r.output, HasSubstr("--replica")) << bad;
+  }
+  EXPECT_EQ(ClaimIds(api.Get("/api/v1/claims").Json()), std::set<std::string>{});
+  ExpectConforms(api);
+}
+
 // ---- Replicas on one PostgreSQL --------------------------------------------------------------
 
 class FleetServePostgres : public FleetServeCli {
@@ -797,6 +869,63 @@ TEST_F(FleetServePostgres, AReplicaWhoseCandidatesWereAllTakenLooksAtTheFleetAga
   testing::RunResult audit = RunAccel("fleet audit --store '" + store_ + "'");
   EXPECT_EQ(audit.exit_code, 0) << audit.output;
   ExpectConforms(api_stale);
+}
+
+// Two replicas, --replica 0/2 and 1/2, claiming whole hosts: each fills its own share first, with
+// no conflict; the one whose share is full falls back to the other's hosts (counted in /metrics),
+// and the other then places on what is left of its share. Nothing is double-booked.
+TEST_F(FleetServePostgres, ReplicasFillTheirSharesThenFallBack) {
+  AddH100Hosts(6);
+  const std::set<std::string> share0 = ShareOf(0, 2), share1 = ShareOf(1, 2);
+  ASSERT_FALSE(share0.empty());
+  ASSERT_FALSE(share1.empty());
+  auto a = Serve({"--replica", "0/2"}, "replica-0");
+  auto b = Serve({"--replica", "1/2"}, "replica-1");
+  test_support::ApiClient api_a(a->Url()), api_b(b->Url());
+  auto claim = [](test_support::ApiClient& api) {
+    test_support::ApiReply r = api.Post("/api/v1/place", PlaceBody(WholeH100Host(), {{"claim", true}}));
+    EXPECT_EQ(r.status, 200) << r.body;
+    return r.Json();
+  };
+  // Turn by turn while both shares have room: every claim in its replica's share, no retries.
+  std::set<std::string> taken;
+  for (size_t k = 0; k < std::min(share0.size(), share1.size()); ++k)
+    for (auto* api : {&api_a, &api_b}) {
+      const json r = claim(*api);
+      ASSERT_EQ(r["placed"], true) << r.dump(1);
+      const std::string host = r["instances"][0]["host"];
+      EXPECT_TRUE((api == &api_a ? share0 : share1).count(host)) << host;
+      EXPECT_EQ(r["retries"], 0) << r.dump(1);
+      EXPECT_TRUE(taken.insert(host).second) << host << " twice";
+    }
+  // The replica with the smaller share runs out first and falls back to the other's hosts.
+  test_support::ApiClient& small = share0.size() <= share1.size() ? api_a : api_b;
+  test_support::ApiClient& large = share0.size() <= share1.size() ? api_b : api_a;
+  const std::set<std::string>& large_share = share0.size() <= share1.size() ? share1 : share0;
+  json r = claim(small);
+  ASSERT_EQ(r["placed"], true) << r.dump(1);
+  const std::string fallback = r["instances"][0]["host"];
+  EXPECT_TRUE(large_share.count(fallback)) << fallback;
+  EXPECT_TRUE(taken.insert(fallback).second) << fallback << " twice";
+  EXPECT_EQ(Sample(small.Get("/metrics").body, "accel_fleet_partition_fallbacks_total"), 1);
+  // The larger share's replica places on the rest of its share (after seeing the fallback claim,
+  // or by a retry on its alternates), then nothing fits for either.
+  while (taken.size() < 6) {
+    r = claim(large);
+    ASSERT_EQ(r["placed"], true) << r.dump(1);
+    const std::string host = r["instances"][0]["host"];
+    EXPECT_TRUE(large_share.count(host)) << host;
+    EXPECT_TRUE(taken.insert(host).second) << host << " twice";
+  }
+  EXPECT_EQ(claim(api_a)["placed"], false);
+  EXPECT_EQ(claim(api_b)["placed"], false);
+  EXPECT_EQ(Sample(large.Get("/metrics").body, "accel_fleet_partition_fallbacks_total"), 0);
+  json claims = json::parse(Accel("fleet claims --store '" + store_ + "' -o json"));
+  EXPECT_EQ(claims["claims"].size(), 6u) << claims.dump(1);
+  testing::RunResult audit = RunAccel("fleet audit --store '" + store_ + "'");
+  EXPECT_EQ(audit.exit_code, 0) << audit.output;
+  ExpectConforms(api_a);
+  ExpectConforms(api_b);
 }
 
 }  // namespace

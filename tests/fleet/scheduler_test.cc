@@ -668,6 +668,253 @@ TEST(SchedulerBruteForce, SkippedHostsAreNeverOffered) {
   EXPECT_EQ(trials, 600);
 }
 
+// ---- Partitions: replica i of n prefers its share of the hosts ---------------------------------
+
+// Brute force in the partition's order: the replica's own hosts (PartitionOfHost == index) first,
+// each group in the documented order.
+std::vector<Fit> PartitionOrder(std::vector<Fit> fits, const SchedulePartition& part) {
+  std::stable_sort(fits.begin(), fits.end(), [&](const Fit& a, const Fit& b) {
+    const bool a_out = PartitionOfHost(a.host, part.count) != part.index;
+    const bool b_out = PartitionOfHost(b.host, part.count) != part.index;
+    return !a_out && b_out;
+  });
+  return fits;
+}
+
+bool InShare(const std::string& host, const SchedulePartition& part) {
+  return PartitionOfHost(host, part.count) == part.index;
+}
+
+// One instance with a partition: it fits iff some eligible host fits anywhere (a partition never
+// loses capacity); the chosen host and alternates are exactly the brute-force order with the
+// replica's own hosts first, so the chosen host is one of its own whenever one of its own fits;
+// every candidate is a valid fit. With a seed and subset_size the choice stays among its own
+// best fits. Partition {0, 1} changes nothing.
+TEST(SchedulerBruteForce, PartitionPrefersItsOwnHostsAndLosesNoCapacity) {
+  int placed = 0, refused = 0, own = 0, fell_back = 0, trials = 0;
+  for (uint64_t seed = 15001; seed <= 17000; ++seed) {
+    std::mt19937_64 rng(seed);
+    FleetShape shape;
+    shape.hosts = Uniform(rng, 2, 12);
+    TestFleet fleet = RandomFleet(rng, shape);
+    const FleetView view = FleetView::FromSnapshot(fleet.snapshot);
+    const placement::PlacementRequest req = RequestOf(RandomGpuShape(rng, testing::SomeHostsGpu(rng, fleet)));
+    ScheduleOptions o;
+    o.strategy = Chance(rng, 30) ? FleetStrategy::kSpread : FleetStrategy::kPack;
+    o.where = RandomWhere(rng);
+    o.alternates = Uniform(rng, 0, 4);
+    o.partition.count = Uniform(rng, 2, 4);
+    o.partition.index = Uniform(rng, 0, o.partition.count - 1);
+    std::set<std::string> skip;
+    if (Chance(rng, 20))
+      for (size_t i = 0; i < view.hosts().size(); ++i)
+        if (Chance(rng, 25)) {
+          o.skip_hosts.push_back(i);
+          skip.insert(view.hosts()[i].record.name);
+        }
+    ++trials;
+    const std::string context = "seed " + std::to_string(seed) + " partition " + FormatPartition(o.partition) + ": ";
+    const ScheduleResult r = Schedule(view, req, o);
+    EXPECT_EQ(Describe(Schedule(view, req, o)), Describe(r)) << context << "not deterministic";
+    const std::vector<Fit> fits = PartitionOrder(BruteForce(fleet, fleet.usage, req, o, skip), o.partition);
+    ASSERT_EQ(r.all_placed, !fits.empty()) << context << "a partition must not lose capacity\n" << Describe(r);
+    if (fits.empty()) {
+      ++refused;
+      if (skip.empty()) ExpectWhyNotCoversFleet(fleet, r, o, 0, context);
+      continue;
+    }
+    ++placed;
+    const InstanceDecision& d = r.instances[0];
+    ExpectBestFitsOffered(r, d, fits, o.alternates, context);
+    ExpectValidCandidate(fleet, view, fleet.usage, req, o, d.chosen, context);
+    for (const Candidate& c : d.alternates) ExpectValidCandidate(fleet, view, fleet.usage, req, o, c, context);
+    const bool own_fits = InShare(fits.front().host, o.partition);
+    EXPECT_EQ(InShare(d.chosen.host, o.partition), own_fits) << context << Describe(r);
+    (own_fits ? own : fell_back)++;
+
+    // Seeded, with a subset: still one of its own best fits while it has one.
+    ScheduleOptions seeded = o;
+    seeded.tiebreak_seed = "replica-" + std::to_string(o.partition.index);
+    seeded.subset_size = Uniform(rng, 2, 5);
+    const ScheduleResult s = Schedule(view, req, seeded);
+    ASSERT_TRUE(s.all_placed) << context;
+    ExpectValidCandidate(fleet, view, fleet.usage, req, seeded, s.instances[0].chosen, context + "seeded: ");
+    if (own_fits) {
+      EXPECT_TRUE(InShare(s.instances[0].chosen.host, o.partition)) << context << "seeded subset left the share\n"
+                                                                     << Describe(s);
+      int own_better = 0;  // own fits ranked strictly better than the chosen one
+      const Prefix chosen = RankPrefix(*fleet.sku.at(s.instances[0].chosen.host)->hardware,
+                                       fleet.usage.at(s.instances[0].chosen.host),
+                                       RecordOf(fleet, s.instances[0].chosen.host).policy, o.strategy);
+      for (const Fit& f : fits) own_better += InShare(f.host, o.partition) && f.prefix < chosen ? 1 : 0;
+      EXPECT_LT(own_better, seeded.subset_size) << context << Describe(s);
+    }
+
+    // Partition {0, 1} is no partition.
+    ScheduleOptions whole = o, none = o;
+    whole.partition = {0, 1};
+    none.partition = {};
+    EXPECT_EQ(Describe(Schedule(view, req, whole)), Describe(Schedule(view, req, none))) << context;
+  }
+  // Generator health: both answers, and both kinds of placement, must come up often.
+  EXPECT_GT(placed, trials / 4);
+  EXPECT_GT(refused, trials / 20);
+  EXPECT_GT(own, placed / 4);
+  EXPECT_GT(fell_back, placed / 20);
+  std::cout << "[ measure  ] " << trials << " fleets: " << placed << " placed (" << own << " in the share, "
+            << fell_back << " fell back), " << refused << " refused\n";
+}
+
+// Replicas 0..n-1 of n on the same view, each with its own seed (and sometimes a subset): two
+// replicas whose shares both have a fitting host never choose the same host; each chooses in its
+// share then. This is what keeps replicas from racing: they meet only when a share runs dry.
+TEST(SchedulerBruteForce, ReplicasWithFitsInTheirSharesChooseDisjointHosts) {
+  int pairs_with_fits = 0, trials = 0;
+  for (uint64_t seed = 17001; seed <= 18500; ++seed) {
+    std::mt19937_64 rng(seed);
+    FleetShape shape;
+    shape.hosts = Uniform(rng, 2, 14);
+    TestFleet fleet = RandomFleet(rng, shape);
+    const FleetView view = FleetView::FromSnapshot(fleet.snapshot);
+    const placement::PlacementRequest req = RequestOf(RandomGpuShape(rng, testing::SomeHostsGpu(rng, fleet)));
+    const int n = Chance(rng, 60) ? 2 : Uniform(rng, 3, 4);
+    ScheduleOptions base;
+    base.strategy = Chance(rng, 40) ? FleetStrategy::kSpread : FleetStrategy::kPack;
+    base.where = RandomWhere(rng);
+    base.alternates = Uniform(rng, 0, 4);
+    const int subset = Chance(rng, 30) ? Uniform(rng, 2, 6) : 1;
+    const std::vector<Fit> fits = BruteForce(fleet, fleet.usage, req, base);
+    ++trials;
+    const std::string context = "seed " + std::to_string(seed) + " replicas " + std::to_string(n) + ": ";
+    std::vector<std::string> chosen(static_cast<size_t>(n));
+    std::vector<bool> has_fit(static_cast<size_t>(n), false);
+    for (int i = 0; i < n; ++i) {
+      ScheduleOptions o = base;
+      o.partition = {i, n};
+      o.tiebreak_seed = "replica-" + std::to_string(i);
+      o.subset_size = subset;
+      for (const Fit& f : fits) has_fit[static_cast<size_t>(i)] = has_fit[static_cast<size_t>(i)] || InShare(f.host, o.partition);
+      const ScheduleResult r = Schedule(view, req, o);
+      ASSERT_EQ(r.all_placed, !fits.empty()) << context << "replica " << i << "\n" << Describe(r);
+      if (!r.all_placed) continue;
+      chosen[static_cast<size_t>(i)] = r.instances[0].chosen.host;
+      ExpectValidCandidate(fleet, view, fleet.usage, req, o, r.instances[0].chosen, context);
+      if (has_fit[static_cast<size_t>(i)]) {
+        EXPECT_TRUE(InShare(r.instances[0].chosen.host, o.partition)) << context << "replica " << i << Describe(r);
+      }
+    }
+    for (int i = 0; i < n; ++i)
+      for (int j = i + 1; j < n; ++j) {
+        if (!has_fit[static_cast<size_t>(i)] || !has_fit[static_cast<size_t>(j)]) continue;
+        ++pairs_with_fits;
+        EXPECT_NE(chosen[static_cast<size_t>(i)], chosen[static_cast<size_t>(j)])
+            << context << "replicas " << i << " and " << j << " both have fits in their shares";
+      }
+  }
+  EXPECT_GT(pairs_with_fits, trials / 5) << "the generator should often give both shares a fit";
+  std::cout << "[ measure  ] " << trials << " fleets, " << pairs_with_fits << " replica pairs with fits in both shares\n";
+}
+
+// N instances with a partition: each is the best fit in the partition's order with the earlier
+// instances applied (own hosts first, then all); all are placed whenever brute force places all.
+TEST(SchedulerBruteForce, PartitionCountInstancesAreSequentialBestFits) {
+  int complete = 0, trials = 0;
+  for (uint64_t seed = 18501; seed <= 19500; ++seed) {
+    std::mt19937_64 rng(seed);
+    FleetShape shape;
+    shape.hosts = Uniform(rng, 3, 8);
+    TestFleet fleet = RandomFleet(rng, shape);
+    const FleetView view = FleetView::FromSnapshot(fleet.snapshot);
+    FlavorShape flavor = RandomGpuShape(rng, testing::SomeHostsGpu(rng, fleet));
+    if (flavor.gpus > 4) flavor.gpus = Uniform(rng, 1, 4);
+    const placement::PlacementRequest req = RequestOf(flavor);
+    ++trials;
+    ScheduleOptions o;
+    o.count = Uniform(rng, 2, 5);
+    o.different_hosts = Chance(rng, 50);
+    o.strategy = Chance(rng, 30) ? FleetStrategy::kSpread : FleetStrategy::kPack;
+    o.alternates = Uniform(rng, 0, 3);
+    o.partition.count = Uniform(rng, 2, 3);
+    o.partition.index = Uniform(rng, 0, o.partition.count - 1);
+    const std::string context = "seed " + std::to_string(seed) + " count " + std::to_string(o.count) + ": ";
+    const ScheduleResult r = Schedule(view, req, o);
+    std::map<std::string, placement::HostUsage> usage = fleet.usage;
+    FleetView copy = view;
+    std::set<std::string> used;
+    for (size_t k = 0; k < r.instances.size(); ++k) {
+      const InstanceDecision& d = r.instances[k];
+      const std::string ctx = context + "instance " + std::to_string(k) + ": ";
+      const std::vector<Fit> fits =
+          PartitionOrder(BruteForce(fleet, usage, req, o, o.different_hosts ? used : std::set<std::string>{}), o.partition);
+      ASSERT_FALSE(fits.empty()) << ctx;
+      ExpectBestFitsOffered(r, d, fits, o.alternates, ctx);
+      ExpectValidCandidate(fleet, copy, usage, req, o, d.chosen, ctx);
+      used.insert(d.chosen.host);
+      ASSERT_EQ(copy.Apply(d.chosen.host_index, d.chosen.placement), "") << ctx;
+      ASSERT_EQ(usage[d.chosen.host].Apply(d.chosen.placement), "") << ctx;
+    }
+    if (r.all_placed) {
+      ++complete;
+    } else {
+      EXPECT_TRUE(BruteForce(fleet, usage, req, o, o.different_hosts ? used : std::set<std::string>{}).empty())
+          << context << "stopped at instance " << r.instances.size() << " but brute force fits it";
+    }
+  }
+  EXPECT_GT(complete, trials / 8);
+}
+
+// The shares are even: names as fleets name hosts, split 2, 3, 4 and 8 ways, give every replica
+// its share within 15 % (FNV-1a unmixed would split power-of-two counts by the names' digits).
+TEST(Scheduler, PartitionsSplitHostNamesEvenly) {
+  for (const char* pattern : {"gpu-%04d", "h100-%05d", "compute-%d.rack3.example.com", "nova-%03d"}) {
+    for (int count : {2, 3, 4, 8}) {
+      std::vector<int> per(static_cast<size_t>(count), 0);
+      const int hosts = 2000;
+      for (int i = 0; i < hosts; ++i) {
+        char name[64];
+        std::snprintf(name, sizeof name, pattern, i);
+        const int p = PartitionOfHost(name, count);
+        ASSERT_GE(p, 0);
+        ASSERT_LT(p, count);
+        EXPECT_EQ(p, PartitionOf(Fnv1a(name), count));
+        ++per[static_cast<size_t>(p)];
+      }
+      for (int k = 0; k < count; ++k)
+        EXPECT_NEAR(per[static_cast<size_t>(k)], hosts / count, 0.15 * hosts / count)
+            << pattern << " split " << count << " ways, share " << k;
+    }
+  }
+  EXPECT_EQ(PartitionOfHost("any", 1), 0);
+  EXPECT_EQ(PartitionOfHost("any", 0), 0);
+}
+
+TEST(Scheduler, ParsePartitionReadsIndexSlashCount) {
+  EXPECT_EQ(FormatPartition(ParsePartition("0/2", "--replica")), "0/2");
+  EXPECT_EQ(ParsePartition("1/2", "--replica").index, 1);
+  EXPECT_EQ(ParsePartition("1/2", "--replica").count, 2);
+  EXPECT_EQ(FormatPartition(ParsePartition("0/1", "--replica")), "0/1");
+  EXPECT_EQ(FormatPartition(ParsePartition("1023/1024", "--replica")), "1023/1024");
+  for (const char* bad : {"", "2", "2/2", "3/2", "-1/2", "a/2", "0/", "/2", "0/0", "0/1025", "1/2/3", " 0/2", "0/99999999999"}) {
+    try {
+      ParsePartition(bad, "--replica");
+      ADD_FAILURE() << "'" << bad << "' should be refused";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("--replica"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("INDEX/COUNT"), std::string::npos) << e.what();
+    }
+  }
+  // Schedule refuses a partition it cannot read rather than preferring nothing.
+  TestFleet fleet;
+  fleet.snapshot.taken_at = testing::kSnapshotTime;
+  const FleetView view = FleetView::FromSnapshot(fleet.snapshot);
+  ScheduleOptions o;
+  o.partition = {2, 2};
+  FlavorShape one;
+  one.alias = "h100";
+  one.gpus = 1;
+  EXPECT_THROW(Schedule(view, RequestOf(one), o), InputError);
+}
+
 TEST(Scheduler, CauseOfNamesTheResource) {
   EXPECT_EQ(CauseOf("PCI alias 'h100': 2 free matching devices on the host, needs 4"), "PCI devices");
   EXPECT_EQ(CauseOf("host: 3 free pinnable CPUs, needs 8"), "CPUs");
