@@ -89,6 +89,14 @@ void Ids(const std::vector<const GuestDevice*>& nics, Json* vendors, Json* devic
 
 std::string Dump(const Json& doc) { return doc.dump(2) + "\n"; }
 
+constexpr uint16_t kMellanoxVendor = 0x15b3;
+
+bool AllMellanox(const std::vector<const GuestDevice*>& nics) {
+  for (const GuestDevice* n : nics)
+    if (n->vendor_id != kMellanoxVendor) return false;
+  return !nics.empty();
+}
+
 // SR-IOV network device plugin config (k8snetworkplumbingwg/sriov-network-device-plugin
 // pkg/types; selectors as a list, the plugin's current form, as network_configs.h writes it).
 std::string SriovConfig(const NodeGroup& g, const std::vector<const GuestDevice*>& nics,
@@ -120,9 +128,10 @@ Json NicNodePolicy(const ClusterTemplate& t, const NodeGroup& g, const std::vect
                    const fabric::NetworkConfigOptions& o) {
   Json spec = {{"nodeSelector", {{kNodeGroupLabel, g.name}}}};
   const std::string& driver = t.operators.network.driver_version;
-  if (!driver.empty()) {
+  if (!driver.empty() && AllMellanox(nics)) {
     // The DOCA driver container builds mlx5 for the guest's kernel; without a version the
-    // guest's inbox mlx5_core/mlx5_ib (in every distribution kernel) drive the NICs.
+    // guest's inbox mlx5_core/mlx5_ib (in every distribution kernel) drive the NICs. It drives
+    // ConnectX/BlueField only: another vendor's NICs (Broadcom bnxt_re, ...) keep their driver.
     Json ofed = {{"image", kDocaDriverImage}, {"repository", o.repository}, {"version", driver}};
     ofed["upgradePolicy"] = {{"autoUpgrade", true},
                              {"maxParallelUpgrades", 1},
@@ -260,8 +269,20 @@ void AddNcclFiles(const NodeGroup& g, const GroupPlan& gp, StackPart* part) {
   pairing.gpus = gpus;
   pairing.exclude = NicsNotInGuest(host, layout);
   const fabric::Fabric fabric = fabric::PairGpusWithNics(host, {}, pairing);
-  const fabric::GuestDeviceMap view = GuestPciView(layout);
+  fabric::GuestDeviceMap view = GuestPciView(layout);
   std::vector<std::string> warnings = view.notes;
+  // Devices without a fixed guest address stay out of the file (the writer would refuse a GPU
+  // without one); NCCL adds them from what the guest shows it.
+  std::vector<fabric::GuestDevice> addressed;
+  bool any_gpu = false;
+  for (const fabric::GuestDevice& d : view.devices) {
+    if (d.guest_address.empty()) continue;
+    addressed.push_back(d);
+    const topology::PciDevice* dev = host.FindPci(d.host_address);
+    any_gpu = any_gpu || (dev && dev->role == topology::PciRole::kGpu);
+  }
+  if (!any_gpu) return;
+  view.devices = std::move(addressed);
   const std::string xml = fabric::WriteNcclTopologyXml(host, fabric, view, {}, &warnings);
   fabric::TrainingOptions training;
   training.topo_file = kGuestNcclTopoPath;

@@ -10,7 +10,8 @@
 //     accel.io/node-group) with their taints tolerated;
 //   - one NicNodePolicy "<group>-rdma" per RDMA group holds everything per group: the device
 //     plugin of the group's mode with the group's config, and the DOCA driver (ofedDriver) when
-//     spec.operators.network.driverVersion is set. Its nodeSelector is accel.io/node-group=<group>,
+//     spec.operators.network.driverVersion is set and the group's NICs are all ConnectX/BlueField
+//     (vendor 15b3; DOCA drives nothing else). Its nodeSelector is accel.io/node-group=<group>,
 //     and no two groups share a value of that label, so no two policies select one node; and no
 //     section sits in both kinds (the operator's webhook refuses a section in both).
 //   NicNodePolicy was added to the operator in 2026-03 (platform.md §3.4): older releases know

@@ -8,6 +8,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -212,17 +213,18 @@ TEST(NetworkStack, DevicePluginConfigsSelectTheGuestsNics) {
   EXPECT_EQ(FindObject(part, "HostDeviceNetwork", "mi300x-train-rdma"), nullptr) << "shared mode: no host-device network";
 }
 
-TEST(NetworkStack, DocaDriverOnlyWithAVersion) {
+TEST(NetworkStack, DocaDriverOnlyWithAVersionAndOnlyForConnectX) {
   const ClusterTemplate t = Load(TemplateText("  operators: {network: {driverVersion: doca3.5.0-26.07-0.7.0.0-0}}\n"));
   const StackPart part = NetworkStack(t, PlanCluster(t));
-  int policies = 0;
+  std::set<std::string> with_driver;
   for (const json& o : part.objects) {
-    if (o["kind"] != "NicNodePolicy") continue;
-    ++policies;
+    if (o["kind"] != "NicNodePolicy" || !o["spec"].contains("ofedDriver")) continue;
+    with_driver.insert(o["metadata"]["name"].get<std::string>());
     EXPECT_EQ(o["spec"]["ofedDriver"]["image"], "doca-driver");
     EXPECT_EQ(o["spec"]["ofedDriver"]["version"], "doca3.5.0-26.07-0.7.0.0-0");
   }
-  EXPECT_EQ(policies, 3);
+  // mi300x-train's NICs are Broadcom Thor2: they keep their own driver.
+  EXPECT_EQ(with_driver, (std::set<std::string>{"h100-train-rdma", "h100-board-rdma"}));
 }
 
 TEST(NetworkStack, Deterministic) {
@@ -431,6 +433,33 @@ TEST(NcclTopology, EnvPointsAtTheFileAndNamesNoHostDevice) {
   const std::string amd = part.files.at("mi300x-train/nccl/nccl.env");
   EXPECT_EQ(amd.find("CUDA_DEVICE_ORDER"), std::string::npos) << amd;
   EXPECT_NE(amd.find("NCCL_TOPO_FILE="), std::string::npos) << amd;
+}
+
+TEST(NcclTopology, DeviceWithoutGuestCellIsLeftToNccl) {
+  // A GPU remote to every guest cell (numa_policy preferred) has no expander, so no fixed guest
+  // address: the file leaves it out and nccl.env says so.
+  const ClusterTemplate t = Load(TemplateText());
+  ClusterPlan plan = PlanCluster(t);
+  GroupPlan* gp = nullptr;
+  for (GroupPlan& x : plan.groups)
+    if (x.group == "h100-train") gp = &x;
+  ASSERT_NE(gp, nullptr);
+  std::string moved;
+  for (GuestDevice& d : gp->layout.devices)
+    if (d.role == topology::PciRole::kGpu && moved.empty()) {
+      d.guest_cell = -1;
+      moved = d.host_address;
+    }
+  const StackPart part = NetworkStack(t, plan);
+  const std::string xml = part.files.at("h100-train/nccl/nccl-topo.xml");
+  int gpus = 0;
+  for (size_t at = xml.find("class=\"0x030200\""); at != std::string::npos; at = xml.find("class=\"0x030200\"", at + 1)) ++gpus;
+  EXPECT_EQ(gpus, 3) << xml;
+  const std::string env = part.files.at("h100-train/nccl/nccl.env");
+  EXPECT_NE(env.find("# note: device " + moved + " has no guest cell"), std::string::npos) << env;
+  // With no GPU addressed at all there is nothing to describe.
+  for (GuestDevice& d : gp->layout.devices) d.guest_cell = -1;
+  EXPECT_EQ(NetworkStack(t, plan).files.count("h100-train/nccl/nccl-topo.xml"), 0u);
 }
 
 TEST(NcclTopology, NoFileWithoutGpusAndNics) {
