@@ -1,5 +1,7 @@
 #include "common/yaml_out.h"
 
+#include <algorithm>
+
 #include <cctype>
 
 #include <yaml-cpp/yaml.h>
@@ -22,8 +24,31 @@ bool IsReservedWord(const std::string& s) {
 
 void Emit(YAML::Emitter& out, const nlohmann::ordered_json& v);
 
+// A multi-line string that reads back exactly as a literal block ("|", clip chomping): it ends in
+// exactly one newline, its first line does not start with a space (that would need an
+// indentation indicator), and it has no control characters but newlines (no tabs). Files embedded
+// in objects (a ConfigMap's config, a systemd unit in a KubeadmConfigTemplate) then stay
+// readable instead of becoming one escaped line.
+bool ReadsBackAsLiteral(const std::string& s) {
+  if (s.size() < 2 || s.back() != '\n' || s[s.size() - 2] == '\n' || s[0] == ' ' || s[0] == '\n') return false;
+  for (char c : s) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if ((u < 0x20 && c != '\n') || u == 0x7f) return false;
+  }
+  return true;
+}
+
 void EmitString(YAML::Emitter& out, const std::string& s) {
-  if (YamlNeedsQuotes(s)) out << YAML::DoubleQuoted;
+  if (ReadsBackAsLiteral(s)) {
+    out << YAML::Literal << s;
+    return;
+  }
+  // Control characters (a lone "\r", a tab at the end) would be written raw in a plain scalar and
+  // read back changed; double quotes escape them.
+  const bool control = std::any_of(s.begin(), s.end(), [](char c) {
+    return static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) == 0x7f;
+  });
+  if (control || YamlNeedsQuotes(s)) out << YAML::DoubleQuoted;
   out << s;  // yaml-cpp itself quotes strings with ": ", "#", control characters, ...
 }
 

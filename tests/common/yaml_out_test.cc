@@ -62,6 +62,38 @@ TEST(YamlOut, SpecialCharactersSurviveARoundTrip) {
   EXPECT_EQ(back["uni"].as<std::string>(), "ünïcode");
 }
 
+TEST(YamlOut, FilesInObjectsAreLiteralBlocks) {
+  const std::string unit = "[Unit]\nDescription=x # y: z\n\n[Service]\nExecStart=/bin/sh -c 'echo 1 > /x'\n";
+  const ordered_json j = {{"data", {{"unit", unit}, {"after", "v"}}}, {"list", {unit, "x"}}};
+  const std::string yaml = ToYaml(j);
+  EXPECT_NE(yaml.find("unit: |\n    [Unit]\n"), std::string::npos) << yaml;
+  const YAML::Node back = YAML::Load(yaml);
+  EXPECT_EQ(back["data"]["unit"].as<std::string>(), unit);
+  EXPECT_EQ(back["data"]["after"].as<std::string>(), "v");
+  EXPECT_EQ(back["list"][0].as<std::string>(), unit);
+}
+
+// Every string reads back as itself, whichever style it gets: random strings over the characters
+// that decide the style (newlines at both ends, leading spaces, tabs, quotes, ": ", "#").
+TEST(YamlOut, RandomMultiLineStringsReadBackExactly) {
+  const std::string alphabet = "ab \n\t:#'\"|->{}[],&*!%@`\\\r";
+  uint64_t x = 88172645463325252ull;
+  for (int n = 0; n < 4000; ++n) {
+    std::string s;
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    const size_t len = x % 24;
+    for (size_t i = 0; i < len; ++i) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      s += alphabet[x % alphabet.size()];
+    }
+    const ordered_json j = {{"k", s}, {"next", {s, "end"}}};
+    const YAML::Node back = YAML::Load(ToYaml(j));
+    ASSERT_EQ(back["k"].as<std::string>(), s) << ordered_json(s).dump() << "\n" << ToYaml(j);
+    ASSERT_EQ(back["next"][0].as<std::string>(), s) << ordered_json(s).dump() << "\n" << ToYaml(j);
+    ASSERT_EQ(back["next"][1].as<std::string>(), "end");
+  }
+}
+
 TEST(YamlOut, ScalarDocumentsEndWithNewline) {
   EXPECT_EQ(ToYaml(ordered_json("x")), "x\n");
   EXPECT_EQ(ToYaml(ordered_json::array()), "[]\n");
