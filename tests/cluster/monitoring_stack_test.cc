@@ -53,6 +53,16 @@ fs::path TempDir() {
   return d;
 }
 
+// Removes TempDir() when the test binary ends.
+class RemoveTempDir : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(fs::temp_directory_path() / ("accel-monitoring-stack-" + std::to_string(::getpid())), ec);
+  }
+};
+[[maybe_unused]] ::testing::Environment* const kRemoveTempDir = ::testing::AddGlobalTestEnvironment(new RemoveTempDir);
+
 // Runs `cmd`; returns its exit status and puts stdout+stderr in *out.
 int RunCommand(const std::string& cmd, std::string* out) {
   const fs::path log = TempDir() / "run.log";

@@ -92,6 +92,17 @@ std::string TemplateText(const std::string& operators = "") {
          "  - name: system\n    flavor: cpu\n    count: 3\n    vendor: none\n";
 }
 
+// Removes the template directory when the test binary ends.
+class RemoveTemplateDir : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(fs::temp_directory_path() / ("accel-network-stack-" + std::to_string(::getpid())), ec);
+  }
+};
+[[maybe_unused]] ::testing::Environment* const kRemoveTemplateDir =
+    ::testing::AddGlobalTestEnvironment(new RemoveTemplateDir);
+
 ClusterTemplate Load(const std::string& text) {
   return ParseClusterTemplateText(text, "rdma.yaml", TemplateDir().string());
 }
