@@ -30,7 +30,7 @@ struct PlanOptions {
   std::string seed;
 };
 
-void PrintTable(const cluster::ClusterPlan& plan) {
+void PrintTable(const cluster::ClusterPlan& plan, const cluster::StackPart& stack) {
   std::cout << "cluster " << plan.cluster << ": " << plan.groups.size() << " node group"
             << (plan.groups.size() == 1 ? "" : "s") << "\n";
   for (const cluster::GroupPlan& g : plan.groups) {
@@ -58,6 +58,12 @@ void PrintTable(const cluster::ClusterPlan& plan) {
     for (const cluster::GuestHugepagePool& p : g.hugepages)
       std::cout << "    guest hugepages: cell " << p.cell << ": " << p.pages << " x "
                 << (p.page_kib >= 1048576 ? "1Gi" : "2Mi") << "\n";
+    auto labels = stack.node_labels.find(g.group);
+    if (labels != stack.node_labels.end()) {
+      std::cout << "  node labels:";
+      for (const auto& [k, v] : labels->second) std::cout << " " << k << "=" << v;
+      std::cout << "\n";
+    }
     std::cout << "  kubelet:\n";
     for (const cluster::KubeletChoice& c : g.kubelet.choices)
       std::cout << "    " << c.field << ": " << c.value << "\n      why: " << c.reason << "\n";
@@ -108,9 +114,17 @@ int Plan(const PlanOptions& o) {
   }
   fleet::FleetStore* claimed = o.claim ? store.get() : nullptr;
   const cluster::ClusterPlan plan = fleet_plan ? std::move(*fleet_plan) : cluster::PlanCluster(t);
-  if (o.output == "json") std::cout << cluster::PlanJson(plan).dump(2) << "\n";
-  else if (o.output == "yaml") std::cout << ToYaml(cluster::PlanJson(plan));
-  else PrintTable(plan);
+  // The stacks are derived whatever the output, so a template they cannot serve fails here.
+  cluster::StackPart stack;
+  try {
+    stack = cluster::PlanStack(t, plan);
+  } catch (...) {
+    ReleaseClaims(claimed, plan);
+    throw;
+  }
+  if (o.output == "json") std::cout << cluster::PlanJson(plan, &stack.node_labels).dump(2) << "\n";
+  else if (o.output == "yaml") std::cout << ToYaml(cluster::PlanJson(plan, &stack.node_labels));
+  else PrintTable(plan, stack);
   const size_t findings = plan.finding_count();
   if (findings > 0 && !o.force) {
     ReleaseClaims(claimed, plan);
@@ -121,7 +135,7 @@ int Plan(const PlanOptions& o) {
   }
   if (!o.out.empty()) {
     try {
-      const auto files = cluster::PlanFiles(plan);
+      const auto files = cluster::PlanFiles(plan, stack);
       WriteDirectoryAtomically(o.out, files);
       std::cerr << "accel cluster plan: wrote " << files.size() << " files to " << o.out << "\n";
     } catch (...) {
@@ -150,9 +164,14 @@ void RegisterCluster(CLI::App& app, int* exit_code) {
       "single-numa-node only when every device reports a guest cell, a Static Memory Manager whose\n"
       "reservedMemory sums exactly to kubeReserved + systemReserved + evictionHard. The template's\n"
       "kubelet overrides are applied, then every rule is checked again.\n\n"
-      "Files (--out DIR, replaced as a whole): plan.json and per group guest-layout.json,\n"
+      "Files (--out DIR, replaced as a whole): plan.json; per group guest-layout.json,\n"
       "kubelet-config.yaml, kubeadm/patches/kubeletconfiguration+strategic.json,\n"
-      "kubelet.conf.d/50-accel.conf and the guest's hugepages boot settings.\n\n"
+      "kubelet.conf.d/50-accel.conf, the guest's hugepages boot settings, cluster-api.yaml\n"
+      "(MachineDeployment, KubeadmConfigTemplate, OpenStackMachineTemplate), the group's vendor\n"
+      "stack (stack/: NVIDIADriver, DeviceConfig, accel agent), network (network/: NicNodePolicy,\n"
+      "HostDeviceNetwork) and NCCL topology (nccl/); cluster-wide stack/ (ClusterPolicy, device\n"
+      "plugin and mig-parted ConfigMaps, NicClusterPolicy, ServiceMonitors and PrometheusRules)\n"
+      "and magnum/nodegroups.sh. docs/node-groups.md shows every file.\n\n"
       "Examples:\n"
       "  accel cluster plan examples/cluster/ai-prod.yaml\n"
       "  accel cluster plan examples/cluster/ai-prod.yaml --out /tmp/ai-prod -o json\n"

@@ -1,5 +1,11 @@
 #include "cluster/plan.h"
 
+#include <stdexcept>
+
+#include "cluster/cluster_api.h"
+#include "cluster/monitoring_stack.h"
+#include "cluster/network_stack.h"
+#include "cluster/vendor_stack.h"
 #include "common/error.h"
 #include "common/yaml_out.h"
 #include "placement/engine.h"
@@ -132,7 +138,7 @@ ordered_json GuestLayoutJson(const GuestLayout& g) {
   return j;
 }
 
-ordered_json PlanJson(const ClusterPlan& plan) {
+ordered_json PlanJson(const ClusterPlan& plan, const std::map<std::string, NodeLabels>* node_labels) {
   ordered_json j;
   j["schema"] = "accel.cluster-plan/v1";
   j["cluster"] = plan.cluster;
@@ -150,6 +156,12 @@ ordered_json PlanJson(const ClusterPlan& plan) {
         if (k < g.claim_ids.size()) vm["claim"] = g.claim_ids[k];
         gj["vms"].push_back(vm);
       }
+    }
+    if (node_labels) {
+      auto it = node_labels->find(g.group);
+      gj["node_labels"] = ordered_json::object();
+      if (it != node_labels->end())
+        for (const auto& [k, v] : it->second) gj["node_labels"][k] = v;
     }
     gj["layout"] = GuestLayoutJson(g.layout);
     gj["hugepages"] = ordered_json::array();
@@ -184,11 +196,50 @@ std::map<std::string, std::string> GroupFiles(const GroupPlan& g) {
   return files;
 }
 
-std::map<std::string, std::string> PlanFiles(const ClusterPlan& plan) {
-  std::map<std::string, std::string> files;
-  files["plan.json"] = PlanJson(plan).dump(2) + "\n";
+namespace {
+
+// Adds `part` to `into`: files and objects appended, node labels merged; a file written twice or
+// a label key given two values is a generator bug.
+void Merge(StackPart& into, StackPart part, const char* generator) {
+  for (auto& [name, content] : part.files)
+    if (!into.files.emplace(name, std::move(content)).second)
+      throw std::logic_error(std::string(generator) + " writes " + name + ", which another generator wrote");
+  for (auto& object : part.objects) into.objects.push_back(std::move(object));
+  for (const auto& [group, labels] : part.node_labels)
+    for (const auto& [key, value] : labels) {
+      auto [it, fresh] = into.node_labels[group].emplace(key, value);
+      if (!fresh && it->second != value)
+        throw std::logic_error(std::string(generator) + " labels group " + group + " " + key + "=" + value +
+                               ", another generator " + key + "=" + it->second);
+    }
+}
+
+}  // namespace
+
+StackPart PlanStack(const ClusterTemplate& t, const ClusterPlan& plan) {
+  StackPart all;
+  Merge(all, VendorStack(t, plan), "the vendor stack");
+  Merge(all, NetworkStack(t, plan), "the network stack");
+  Merge(all, MonitoringStack(t, plan), "monitoring");
+  StackPart capi = ClusterApiObjects(t, plan, all.node_labels);
+  // What the Cluster API objects put on each node: the group label and the group's own labels too.
+  for (const GroupPlan& gp : plan.groups) {
+    NodeLabels& labels = all.node_labels[gp.group];
+    labels[kNodeGroupLabel] = gp.group;
+    if (const NodeGroup* g = t.FindGroup(gp.group))
+      for (const auto& [k, v] : g->labels) labels.emplace(k, v);
+  }
+  Merge(all, std::move(capi), "the Cluster API objects");
+  return all;
+}
+
+std::map<std::string, std::string> PlanFiles(const ClusterPlan& plan, const StackPart& stack) {
+  std::map<std::string, std::string> files = stack.files;
+  files["plan.json"] = PlanJson(plan, &stack.node_labels).dump(2) + "\n";
   for (const GroupPlan& g : plan.groups)
-    for (auto& [name, content] : GroupFiles(g)) files[g.group + "/" + name] = std::move(content);
+    for (auto& [name, content] : GroupFiles(g))
+      if (!files.emplace(g.group + "/" + name, std::move(content)).second)
+        throw std::logic_error("a generator wrote " + g.group + "/" + name + ", a file of the group's plan");
   return files;
 }
 

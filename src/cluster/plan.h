@@ -20,6 +20,7 @@
 
 #include "cluster/guest_layout.h"
 #include "cluster/kubelet_config.h"
+#include "cluster/stack_part.h"
 #include "cluster/template.h"
 
 namespace accel::cluster {
@@ -65,19 +66,33 @@ std::vector<GuestHugepagePool> GuestHugepagesFor(const GuestLayout& layout);
 /// The files of one group, relative to its directory (the list below, without "<group>/").
 std::map<std::string, std::string> GroupFiles(const GroupPlan& group);
 
-/// The files of the plan, relative path -> content, per group under "<group>/":
+/// Every generator's part of the plan, merged: the vendor stack (vendor_stack.h), the network
+/// stack and guest NCCL files (network_stack.h), monitoring (monitoring_stack.h), then the
+/// Cluster API objects and Magnum lines (cluster_api.h), which carry every part's node labels plus
+/// kNodeGroupLabel to the nodes. node_labels holds each group's full set (kNodeGroupLabel, the
+/// group's own labels, every part's). Throws InputError when the template asks for a stack that
+/// cannot be written (the generators' errors, with the key path); std::logic_error when two parts
+/// write one file or give one group one label key with two values (a bug).
+StackPart PlanStack(const ClusterTemplate& t, const ClusterPlan& plan);
+
+/// The files of the plan, relative path -> content:
+///   plan.json (accel.cluster-plan/v1, with each group's node labels) at the top;
+///   per group under "<group>/" the GroupFiles list below;
+///   and every file of `stack` (PlanStack: stack/..., <group>/stack/..., <group>/network/...,
+///   <group>/nccl/..., <group>/cluster-api.yaml, magnum/nodegroups.sh).
+/// Per group (GroupFiles):
 ///   guest-layout.json                     the layout (accel.guest-layout/v1)
 ///   kubelet-config.yaml                   the complete KubeletConfiguration
 ///   kubeadm/patches/kubeletconfiguration+strategic.json   for JoinConfiguration.patches.directory
 ///   kubelet.conf.d/50-accel.conf          a drop-in for the kubelet's --config-dir
 ///   hugepages/kernel-cmdline.txt          the guest's boot parameters (when it has pools)
 ///   hugepages/accel-guest-hugepages.service   per-node pools at boot, before the kubelet
-/// and plan.json (accel.cluster-plan/v1) at the top.
-std::map<std::string, std::string> PlanFiles(const ClusterPlan& plan);
+std::map<std::string, std::string> PlanFiles(const ClusterPlan& plan, const StackPart& stack);
 
 /// accel.cluster-plan/v1: {schema, cluster, groups[{name, flavor, hypervisor, layout, hugepages,
 /// kubelet: {config, choices[{field, value, reason}]}, findings[{field, problem, fix}]}]}.
-nlohmann::ordered_json PlanJson(const ClusterPlan& plan);
+/// With `node_labels` (PlanStack's), each group also lists its node_labels.
+nlohmann::ordered_json PlanJson(const ClusterPlan& plan, const std::map<std::string, NodeLabels>* node_labels = nullptr);
 
 /// accel.guest-layout/v1 of one layout.
 nlohmann::ordered_json GuestLayoutJson(const GuestLayout& layout);
