@@ -457,7 +457,7 @@ KubeletConfig ReadKubeletConfig(const Context& ctx, ReadReport* report) {
     flags = ParseKubeletFlags(src.words);
   } else {
     flags.config = kDefaultConfig;
-    how = "kubeadm's default path (no kubelet process or unit found)";
+    how = "kubeadm's default path: no kubelet process or unit found";
   }
   ReadVersion(root, &config);
   report->evidence.push_back({"/var/lib/dpkg/status", "kubelet " + config.version_text});
