@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
-#include "fabric/yaml_blocks.h"
+#include "common/yaml_out.h"
 
 namespace accel::cluster {
 
@@ -366,7 +366,7 @@ Json PrometheusRule(const ClusterTemplate& t, const NodeGroup& g, const std::vec
           {"spec", {{"groups", Json::array({{{"name", "node-group-" + g.name}, {"rules", list}}})}}}};
 }
 
-std::string Yaml(const Json& object) { return fabric::ToYamlWithBlocks(object); }
+std::string Yaml(const Json& object) { return ToYaml(object); }
 
 }  // namespace
 

@@ -12,7 +12,7 @@
 #include "fabric/network_configs.h"
 #include "fabric/pairing.h"
 #include "fabric/training_env.h"
-#include "fabric/yaml_blocks.h"
+#include "common/yaml_out.h"
 #include "placement/libvirt_pci_layout.h"
 #include "placement/placement.h"
 
@@ -205,7 +205,7 @@ struct PartBuilder {
   std::map<std::string, std::vector<Json>> objects;
 
   void Add(const std::string& file, const std::string& header, const Json& object) {
-    part.files[file] = header + fabric::ToYamlWithBlocks(object);
+    part.files[file] = header + ToYaml(object);
     objects[file] = {object};
   }
   StackPart Finish() {

@@ -43,66 +43,7 @@ constexpr const char* kMpsRoot = "/run/nvidia/mps";
 // ---------------------------------------------------------------------------------------------
 // YAML text
 
-// Like accel::ToYaml, but a multi-line string (a file inside a ConfigMap or a Helm value) is a
-// literal block, as people write ConfigMaps. Only strings that end in a newline and do not start
-// with a space qualify: yaml-cpp writes "|" (clip) without an indentation indicator, so those
-// are the strings that read back unchanged.
-void EmitValue(YAML::Emitter& out, const ordered_json& v);
-
-void EmitString(YAML::Emitter& out, const std::string& s) {
-  if (s.find('\n') != std::string::npos && s.back() == '\n' && s.front() != ' ') {
-    out << YAML::Literal << s;
-    return;
-  }
-  // Also quoted: a leading YAML indicator (":9400", "*", "!x"), which yaml-cpp writes plain but
-  // some readers take for syntax.
-  const bool indicator = !s.empty() && std::string_view("-?:,[]{}#&*!|>'\"%@`").find(s.front()) != std::string_view::npos;
-  if (YamlNeedsQuotes(s) || indicator) out << YAML::DoubleQuoted;
-  out << s;
-}
-
-void EmitValue(YAML::Emitter& out, const ordered_json& v) {
-  switch (v.type()) {
-    case nlohmann::json::value_t::object:
-      if (v.empty()) {
-        out << YAML::Flow << YAML::BeginMap << YAML::EndMap;
-        return;
-      }
-      out << YAML::BeginMap;
-      for (const auto& [key, item] : v.items()) {
-        out << YAML::Key;
-        if (YamlNeedsQuotes(key)) out << YAML::DoubleQuoted;
-        out << key << YAML::Value;
-        EmitValue(out, item);
-      }
-      out << YAML::EndMap;
-      return;
-    case nlohmann::json::value_t::array:
-      if (v.empty()) {
-        out << YAML::Flow << YAML::BeginSeq << YAML::EndSeq;
-        return;
-      }
-      out << YAML::BeginSeq;
-      for (const auto& item : v) EmitValue(out, item);
-      out << YAML::EndSeq;
-      return;
-    case nlohmann::json::value_t::string: EmitString(out, v.get<std::string>()); return;
-    case nlohmann::json::value_t::boolean: out << v.get<bool>(); return;
-    case nlohmann::json::value_t::number_integer:
-    case nlohmann::json::value_t::number_unsigned:
-    case nlohmann::json::value_t::number_float: out << v.dump(); return;
-    default: out << YAML::Null; return;
-  }
-}
-
-std::string Yaml(const ordered_json& v) {
-  YAML::Emitter out;
-  out.SetIndent(2);
-  EmitValue(out, v);
-  std::string text = out.c_str();
-  if (text.empty() || text.back() != '\n') text += '\n';
-  return text;
-}
+std::string Yaml(const ordered_json& v) { return ToYaml(v); }
 
 // `text` as YAML comment lines ("# ..."); "" stays "".
 std::string Comment(const std::string& text) {

@@ -1,6 +1,7 @@
 #include "common/yaml_out.h"
 
 #include <algorithm>
+#include <string_view>
 
 #include <cctype>
 
@@ -48,7 +49,12 @@ void EmitString(YAML::Emitter& out, const std::string& s) {
   const bool control = std::any_of(s.begin(), s.end(), [](char c) {
     return static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) == 0x7f;
   });
-  if (control || YamlNeedsQuotes(s)) out << YAML::DoubleQuoted;
+  // Also quoted: a leading YAML indicator (":9400", "*", "!x", "=" — YAML 1.1's value type, and
+  // NCCL's exact-match lists start with "=="), which yaml-cpp writes plain but some readers take
+  // for syntax.
+  const bool indicator =
+      !s.empty() && std::string_view("-?:,[]{}#&*!|>'\"%@`=").find(s.front()) != std::string_view::npos;
+  if (control || indicator || YamlNeedsQuotes(s)) out << YAML::DoubleQuoted;
   out << s;  // yaml-cpp itself quotes strings with ": ", "#", control characters, ...
 }
 
@@ -107,6 +113,8 @@ std::string ToYaml(const nlohmann::ordered_json& value) {
   out.SetIndent(2);
   Emit(out, value);
   std::string text = out.c_str();
+  // yaml-cpp ends a trailing literal block with an extra blank line; one newline is enough.
+  while (text.size() >= 2 && text[text.size() - 1] == '\n' && text[text.size() - 2] == '\n') text.pop_back();
   if (text.empty() || text.back() != '\n') text += '\n';
   return text;
 }

@@ -2,8 +2,10 @@
 //
 // Keys keep the JSON object's order. Strings that a YAML reader would take for something else
 // (numbers, booleans, null, PCI addresses like 0000:18:00.0 that YAML 1.1 reads as base-60
-// numbers, empty strings) are double-quoted, so the YAML reads back to the same values as the
-// JSON. Stateless; safe from any thread.
+// numbers, empty strings), that start with a YAML indicator character or hold control
+// characters are double-quoted, so the YAML reads back to the same values as the JSON. A
+// multi-line string ending in one newline (a file inside a ConfigMap) is a literal block ("|").
+// Stateless; safe from any thread.
 #pragma once
 
 #include <string>

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/strings.h"
-#include "fabric/yaml_blocks.h"
+#include "common/yaml_out.h"
 
 namespace accel::fabric {
 
@@ -362,7 +362,7 @@ std::string RenderPyTorchJob(const TrainingSettings& settings, const Fabric& fab
               {"spec",
                {{"nprocPerNode", std::to_string(std::max<size_t>(fabric.pairs.size(), 1))},
                 {"pytorchReplicaSpecs", replicas}}}};
-  return Header(settings, options) + ToYamlWithBlocks(config_map) + "---\n" + ToYamlWithBlocks(job);
+  return Header(settings, options) + ToYaml(config_map) + "---\n" + ToYaml(job);
 }
 
 }  // namespace accel::fabric

@@ -17,7 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/structured_file.h"
-#include "fabric/yaml_blocks.h"
+#include "common/yaml_out.h"
 #include "support/crd_validate.h"
 #include "support/shared_fixture.h"
 
@@ -221,7 +221,7 @@ TEST(GroupAlertRules, ExporterDownWithoutAbsentForAGroupThatMayBeEmpty) {
 std::string RulesFile(const StackPart& part, const std::string& group) {
   for (const json& o : part.objects)
     if (o["kind"] == "PrometheusRule" && o["metadata"]["labels"].value("accel.io/node-group", "") == group)
-      return fabric::ToYamlWithBlocks(o["spec"]);
+      return ToYaml(o["spec"]);
   return "";
 }
 

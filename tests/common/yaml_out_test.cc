@@ -94,6 +94,20 @@ TEST(YamlOut, RandomMultiLineStringsReadBackExactly) {
   }
 }
 
+TEST(YamlOut, LiteralBlockThenNextKey) {
+  const ordered_json doc = {{"script", "#!/bin/sh\necho 'hi' # x: y\n"}, {"after", 1}};
+  const std::string text = ToYaml(doc);
+  EXPECT_EQ(text, "script: |\n  #!/bin/sh\n  echo 'hi' # x: y\n\nafter: 1\n");
+  EXPECT_EQ(YAML::Load(text)["script"].as<std::string>(), "#!/bin/sh\necho 'hi' # x: y\n");
+  // A document that ends in a literal block ends in one newline.
+  EXPECT_EQ(ToYaml(ordered_json{{"k", "a\nb\n"}}), "k: |\n  a\n  b\n");
+}
+
+TEST(YamlOut, IndicatorsAndExactMatchListsAreQuoted) {
+  EXPECT_EQ(ToYaml(ordered_json{{"a", "=mlx5_0:1"}, {"b", "0"}, {"c", "eth0"}, {"d", ":9400"}, {"e", "*"}}),
+            "a: \"=mlx5_0:1\"\nb: \"0\"\nc: eth0\nd: \":9400\"\ne: \"*\"\n");
+}
+
 TEST(YamlOut, ScalarDocumentsEndWithNewline) {
   EXPECT_EQ(ToYaml(ordered_json("x")), "x\n");
   EXPECT_EQ(ToYaml(ordered_json::array()), "[]\n");
