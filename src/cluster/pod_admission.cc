@@ -8,8 +8,11 @@
 #include <set>
 #include <stdexcept>
 
+#include "cluster/check.h"
+#include "cluster/network_stack.h"
 #include "common/error.h"
 #include "common/quantity.h"
+#include "fabric/network_configs.h"
 #include "common/structured_file.h"
 #include "placement/engine.h"
 #include "sharing/mig_geometry.h"
@@ -25,8 +28,6 @@ constexpr int64_t kMiB = 1048576;
 constexpr uint16_t kNvidiaVendor = 0x10de;
 constexpr uint16_t kAmdVendor = 0x1002;
 constexpr uint16_t kHabanaVendor = 0x1da3;
-/// Pods per node the RDMA shared device plugin advertises (network_configs.h's rdmaHcaMax default).
-constexpr int kRdmaHcaMax = 63;
 
 // =============================================================================================
 // Reading the pod
@@ -325,25 +326,14 @@ MigKind KindOf(const std::string& name) {
 
 bool Uniform(MigKind k) { return k == MigKind::kNone || k == MigKind::kDisabled || k == MigKind::kSingleProfile; }
 
-bool PlainProfile(const sharing::MigProfile& p) {
-  return !p.media_extension && !p.no_media && !p.graphics && !p.all_media;
-}
-
-const sharing::MigProfile* SmallestPlain(const sharing::GpuModel& model, int compute) {
-  const sharing::MigProfile* best = nullptr;
-  for (const sharing::MigProfile& p : model.profiles)
-    if (p.compute_slices == compute && PlainProfile(p) && (best == nullptr || p.memory_slices < best->memory_slices))
-      best = &p;
-  return best;
-}
-
 std::string MigResource(const std::string& profile) {
   std::string r = "nvidia.com/mig-" + profile;
   std::replace(r.begin(), r.end(), '+', '.');
   return r;
 }
 
-// (resource base name, count) per GPU of `model` under `kind`/`strategy`; throws for unknown layouts.
+// (resource name, count) per GPU `d` of group `g` under its MIG config (NVIDIA's default config
+// of that name for the GPU's model, check.h's DefaultMigConfig) and strategy.
 std::vector<std::pair<std::string, int>> GpuUnits(const ClusterTemplate& t, size_t group_index, const NodeGroup& g,
                                                   const GuestDevice& d, MigKind kind, bool mixed) {
   if (kind == MigKind::kNone || kind == MigKind::kDisabled) return {{"nvidia.com/gpu", 1}};
@@ -353,7 +343,6 @@ std::vector<std::pair<std::string, int>> GpuUnits(const ClusterTemplate& t, size
                      "accel cluster pods knows what NVIDIA's default mig-parted configs advertise; '" + g.sharing.mig +
                          "' is not one",
                      "use all-disabled, all-enabled, all-balanced or all-<profile>");
-  if (kind == MigKind::kEnabledEmpty) return {};
   const uint32_t pci_id = (static_cast<uint32_t>(d.device_id) << 16) | d.vendor_id;
   const sharing::GpuModel* model = sharing::FindGpuModelByPciId(pci_id);
   if (model == nullptr) {
@@ -362,31 +351,20 @@ std::vector<std::pair<std::string, int>> GpuUnits(const ClusterTemplate& t, size
     throw InputError(t.source, field, "the group's GPU " + std::string(id) + " is not a MIG-capable model accel knows",
                      "use all-disabled, or a GPU of `accel mig profiles`");
   }
+  std::string why;
+  const std::optional<sharing::MigPartedConfig> config = DefaultMigConfig(g.sharing.mig, *model, &why);
+  if (!config || config->configs.empty() || config->configs.front().entries.empty())
+    throw InputError(t.source, field, why.empty() ? "no MIG layout for " + model->name : why, "see `accel mig profiles`");
+  const sharing::MigConfigEntry& entry = config->configs.front().entries.front();
+  if (!entry.mig_enabled) return {{"nvidia.com/gpu", 1}};
   std::vector<std::pair<std::string, int>> units;
-  if (kind == MigKind::kBalanced) {
-    std::vector<std::pair<int, int>> want = {{1, 2}, {2, 1}};
-    if (model->compute_slices >= 7) want.emplace_back(3, 1);
-    for (const auto& [compute, count] : want) {
-      const sharing::MigProfile* p = SmallestPlain(*model, compute);
-      if (p == nullptr)
-        throw InputError(t.source, field, model->name + " has no plain " + std::to_string(compute) + "g profile",
-                         "pick another config");
-      units.emplace_back(MigResource(p->name), count);
-    }
-    return units;
+  for (const auto& [profile, count] : entry.mig_devices) {
+    if (count <= 0) continue;
+    const std::optional<int> index = sharing::FindProfile(*model, profile);
+    const std::string name = index ? model->profiles[static_cast<size_t>(*index)].name : profile;
+    units.emplace_back(mixed ? MigResource(name) : "nvidia.com/gpu", count);
   }
-  const std::string profile = g.sharing.mig.substr(4);
-  const std::optional<int> index = sharing::FindProfile(*model, profile);
-  if (!index || sharing::IsOtherName(model->profiles[static_cast<size_t>(*index)], profile))
-    throw InputError(t.source, field, model->name + " has no MIG profile " + profile, "see `accel mig profiles`");
-  const sharing::MigProfile& p = model->profiles[static_cast<size_t>(*index)];
-  return {{mixed ? MigResource(p.name) : "nvidia.com/gpu", p.max_count}};
-}
-
-std::string GroupToken(const std::string& name) {
-  std::string s = name;
-  std::replace(s.begin(), s.end(), '-', '_');
-  return s;
+  return units;  // all-enabled: MIG on with no instances, nothing advertised
 }
 
 // =============================================================================================
@@ -549,20 +527,17 @@ std::vector<NodeResource> AdvertisedResources(const ClusterTemplate& t, const No
                   (replicas->fail_requests_greater_than_one ? ", at most 1 per container" : "");
   }
   // RDMA NICs (network_stack.h): one function per pod (sriov) or a shared pool without NUMA.
-  if (group.network.rdma != RdmaMode::kNone && group.vendor != Vendor::kHabana) {
-    const std::string token = GroupToken(group.name);
-    int nics = 0;
-    for (const GuestDevice& d : layout.devices) {
-      if (d.role != topology::PciRole::kNic || !d.rdma) continue;
-      ++nics;
-      if (group.network.rdma == RdmaMode::kSriov) add("nvidia.com/" + token + "_rdma", d.guest_cell, 1, "");
+  const std::string rdma = RdmaResourceName(group);
+  const std::vector<const GuestDevice*> nics = RdmaNicsOf(layout);
+  if (!rdma.empty() && group.vendor != Vendor::kHabana && !nics.empty()) {
+    if (group.network.rdma == RdmaMode::kSriov) {
+      for (const GuestDevice* d : nics) add(rdma, d->guest_cell, 1, "");
+      out.back().origin = std::to_string(nics.size()) + " RDMA NIC function(s), SR-IOV network device plugin (NUMA reported)";
+    } else {
+      const int hca_max = fabric::NetworkConfigOptions().rdma_hca_max;
+      add(rdma, -1, hca_max, "").origin = "RDMA shared device plugin over " + std::to_string(nics.size()) +
+                                          " NIC(s): rdmaHcaMax " + std::to_string(hca_max) + ", no NUMA node reported";
     }
-    if (group.network.rdma == RdmaMode::kSriov && nics > 0)
-      out.back().origin = std::to_string(nics) + " RDMA NIC function(s), SR-IOV network device plugin (NUMA reported)";
-    if (group.network.rdma == RdmaMode::kShared && nics > 0)
-      add("rdma/" + token + "_shared", -1, kRdmaHcaMax, "").origin =
-          "RDMA shared device plugin over " + std::to_string(nics) + " NIC(s): rdmaHcaMax " +
-          std::to_string(kRdmaHcaMax) + ", no NUMA node reported";
   }
   return out;
 }
@@ -771,18 +746,6 @@ NodeAdmission::NodeAdmission(KubeletNode node)
   state_.assignments.assign(k, 0);
 }
 
-namespace {
-
-// What the node's managers may give a pod, per cell, now: the engine's view counted again for
-// the checks that come before it and for messages.
-struct CellRoom {
-  int free_cpus = 0;       ///< exclusive-eligible CPUs nobody holds (whole cores under require)
-  uint64_t memory_mib = 0; ///< Memory-Manager memory left
-  std::map<uint64_t, uint64_t> hugepages_mib;
-  std::map<std::string, int> devices;  ///< aligned devices left
-};
-
-}  // namespace
 
 // The CPUs exclusive allocations may use: not reserved; under full-pcpus-only not on a core
 // that holds a reserved CPU either (GetAvailablePhysicalCPUs counts whole cores only).
@@ -964,7 +927,6 @@ std::string NodeAdmission::RoomSummary(const AdmissionDemand& d, const State& st
 
 void NodeAdmission::Apply(const placement::Placement* p, const AdmissionDemand& d, const std::vector<int>& mask,
                           bool memory_group, State* state, Admission* out) const {
-  const KubeletNode& n = *node_;
   std::map<int, CellShare> shares;
   if (p != nullptr) {
     const std::string error = state->usage.Apply(*p);
@@ -1003,7 +965,6 @@ void NodeAdmission::Apply(const placement::Placement* p, const AdmissionDemand& 
       out->memory_masks.push_back(mask);
     }
   }
-  (void)n;
   // Merge into the pod's per-cell view (ascending by cell).
   for (auto& [cell, share] : shares) {
     auto it = std::find_if(out->cells.begin(), out->cells.end(), [&](const CellShare& s) { return s.cell == cell; });

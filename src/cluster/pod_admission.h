@@ -200,15 +200,19 @@ struct NodeResource {
 /// those the vendor and network stacks of `accel cluster plan` configure (vendor_stack.h,
 /// network_stack.h):
 ///   - GPUs/HPUs of the group's vendor: nvidia.com/gpu, amd.com/gpu, habana.ai/gaudi; NVIDIA MIG
-///     (NVIDIA's default mig-parted configs: all-disabled, all-enabled, all-balanced,
-///     all-<profile>) as nvidia.com/gpu under MIG strategy single (GPU Operator groups when every
-///     NVIDIA operator group's config is uniform; accel agent groups with all-<profile>) or
-///     nvidia.com/mig-<profile> under mixed; time-slicing or MPS replicas multiply the shared
-///     resource (renamed <name>.shared with renameByDefault; failRequestsGreaterThanOne caps a
-///     container at 1). Every device and replica reports its GPU's guest cell.
-///   - RDMA NICs (vendor not habana): rdma sriov → nvidia.com/<g>_rdma, one per NIC on its cell;
-///     rdma shared → rdma/<g>_shared, rdmaHcaMax (63) for the node, no NUMA node (the RDMA shared
-///     device plugin reports none); g = the group's name with '-' → '_'.
+///     (NVIDIA's default mig-parted configs all-disabled, all-enabled, all-balanced, all-<profile>,
+///     laid out per GPU model by check.h's DefaultMigConfig) as nvidia.com/gpu under MIG strategy
+///     single (GPU Operator groups when every NVIDIA operator group's config is uniform; accel agent
+///     groups with all-<profile>) or nvidia.com/mig-<profile> under mixed; time-slicing or MPS
+///     replicas multiply the shared resource (renamed <name>.shared with renameByDefault;
+///     failRequestsGreaterThanOne caps a container at 1). Every device and replica reports its
+///     GPU's guest cell (NVIDIA's plugin copies the parent's topology to MIG devices and replicas;
+///     that AMD's and Habana's plugins report the NUMA node is assumed, unconfirmed — if they do
+///     not, the kubelet admits more than accel predicts, never less).
+///   - RDMA NICs (network_stack.h's RdmaNicsOf; vendor not habana) under RdmaResourceName: rdma
+///     sriov, one per NIC on its cell (the SR-IOV device plugin reports the NUMA node); rdma
+///     shared, rdmaHcaMax (63) for the node without a NUMA node (the RDMA shared device plugin
+///     reports none, shared/reference/fabric-doctor.md §3.2).
 /// Throws InputError (template, spec.nodeGroups[i].sharing.mig) for a MIG config other than those
 /// names, or a MIG config on GPUs accel's MIG catalog does not know.
 std::vector<NodeResource> AdvertisedResources(const ClusterTemplate& t, const NodeGroup& group,
