@@ -683,21 +683,29 @@ std::optional<sharing::MigPartedConfig> DefaultMigConfig(std::string_view name, 
 // --- Objects from files --------------------------------------------------------------------
 
 std::vector<ordered_json> ParseKubernetesObjects(std::string_view text, const std::string& where) {
-  // Split at lines that are exactly "---" (optionally followed by a space and a comment).
+  // Split at document markers: "---" at the start of a line, alone or followed by a space and
+  // the document's first content or a comment ("--- # second", "--- {kind: ...}"); "..." at the
+  // start of a line ends a document. Indented lines are content (a block scalar may hold "---").
   std::vector<std::pair<std::string, int>> docs;  // text, first line
   std::string current;
   int line = 1, start = 1;
   size_t pos = 0;
   while (pos <= text.size()) {
     const size_t nl = text.find('\n', pos);
-    const std::string_view l = text.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
-    const std::string_view trimmed = Trim(l);
-    if (trimmed == "---" || trimmed.rfind("--- ", 0) == 0 || trimmed.rfind("---\t", 0) == 0) {
+    std::string_view l = text.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
+    if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
+    const bool marker = l.substr(0, 3) == "---" && (l.size() == 3 || l[3] == ' ' || l[3] == '\t');
+    if (marker) {
       docs.emplace_back(current, start);
       current.clear();
-      start = line + 1;
-    } else if (trimmed == "...") {
-      // YAML document end marker: nothing to keep.
+      const std::string_view rest = Trim(l.substr(3));
+      start = !rest.empty() && rest.front() != '#' ? line : line + 1;
+      if (!rest.empty() && rest.front() != '#') {
+        current.append(rest);
+        current.push_back('\n');
+      }
+    } else if (l.substr(0, 3) == "..." && Trim(l.substr(3)).empty()) {
+      // end of a document: nothing to keep
     } else {
       current.append(l);
       current.push_back('\n');
@@ -720,9 +728,11 @@ std::vector<ordered_json> ParseKubernetesObjects(std::string_view text, const st
     const std::string at = "document at line " + std::to_string(first_line);
     json o;
     try {
-      o = ParseStructuredText(doc, where + ":" + std::to_string(first_line));
+      // Blank lines in front keep the parser's line numbers those of the file.
+      o = ParseStructuredText(std::string(static_cast<size_t>(first_line - 1), '\n') + doc, where);
     } catch (const InputError& e) {
-      throw InputError(where, at, e.what(), "fix the YAML, or give the objects as kubectl get -o yaml writes them");
+      throw InputError(e.where(), e.field().empty() ? at : at + ": " + e.field(), e.problem(),
+                       e.hint().empty() ? "fix the YAML, or give the objects as kubectl get -o yaml writes them" : e.hint());
     }
     if (o.is_null()) continue;
     const std::string kind = o.is_object() && o.contains("kind") && o["kind"].is_string() ? o["kind"].get<std::string>() : "";
