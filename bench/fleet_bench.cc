@@ -5,7 +5,8 @@
 //               [--no-nova] [--nova-candidates 1000] [--nova-rounds 3] [--capacity-runs 3]
 //   fleet_bench --claims [--hosts 2000] [--claimers 16] [--claims-each 60] [--refresh-ms 500]
 //               [--strategy pack|spread] [--scrambled-names] [--subset-size N] [--refresh-every K] [--hold N]
-//               [--kills N | --restart [--seconds 20] [--outage 3]] [--replicas R] [--partition] [--json FILE]
+//               [--kills N | --restart [--seconds 20] [--outage 3]] [--replicas R [--replica-claimers N,N..]]
+//               [--partition] [--json FILE]
 //
 // Default mode, all in this process, no database (a service holds the same view in memory):
 //   1. A fleet of --hosts hosts of 8 SKUs: the repository's host fixtures (HGX H100, HGX H200,
@@ -576,6 +577,9 @@ struct Args {
   /// (processes, each one FleetService as `accel fleet serve` runs it) and the claimers threads
   /// sending place requests to them in turn (in process: Handle(), no HTTP).
   int replicas = 0;
+  /// --replica-claimers N0,N1,...: claimers of each replica (uneven load: one replica's share
+  /// runs dry first); empty = --claimers dealt out in turn.
+  std::vector<int> replica_claimers;
 };
 
 /// Prints the usage; exits 0 for --help (`error` empty), else 2 after the error.
@@ -588,7 +592,7 @@ struct Args {
                "       fleet_bench --claims [--hosts N] [--claimers N] [--claims-each N] [--refresh-ms MS]\n"
                "                   [--strategy pack|spread] [--scrambled-names] [--subset-size N]\n"
                "                   [--refresh-every K] [--hold N] [--kills N | --restart [--seconds S] [--outage S]]\n"
-               "                   [--replicas R] [--partition] [--json FILE]\n";
+               "                   [--replicas R [--replica-claimers N,N..]] [--partition] [--json FILE]\n";
   std::exit(error.empty() ? 0 : 2);
 }
 
@@ -640,6 +644,15 @@ Args ParseArgs(int argc, char** argv) {
     else if (k == "--hold") a.hold = static_cast<int>(number());
     else if (k == "--outage") a.outage = number();
     else if (k == "--replicas") a.replicas = static_cast<int>(number());
+    else if (k == "--replica-claimers") {
+      std::stringstream list(value());
+      for (std::string n; std::getline(list, n, ',');) {
+        char* end = nullptr;
+        const long v = std::strtol(n.c_str(), &end, 10);
+        if (n.empty() || *end || v < 1) Usage("--replica-claimers: positive counts separated by commas");
+        a.replica_claimers.push_back(static_cast<int>(v));
+      }
+    }
     else if (k == "-h" || k == "--help") Usage("");
     else Usage("unknown argument " + k);
   }
@@ -648,6 +661,13 @@ Args ParseArgs(int argc, char** argv) {
   if (a.hosts < 100) Usage("--hosts must be at least 100");
   if (a.replicas < 0 || (a.replicas > 0 && (a.kills > 0 || a.restart)))
     Usage("--replicas: a positive count, for the throughput run only (not with --kills or --restart)");
+  if (!a.replica_claimers.empty()) {
+    int sum = 0;
+    for (int c : a.replica_claimers) sum += c;
+    if (static_cast<int>(a.replica_claimers.size()) != a.replicas || sum > 64)
+      Usage("--replica-claimers: one count per replica (--replicas), at most 64 in all");
+    a.claimers = sum;
+  }
   return a;
 }
 
@@ -823,7 +843,9 @@ int RunInProcess(const Args& a, int argc, char** argv) {
 // of the hosts (ScheduleOptions::partition): replica r of --replicas R runs as `accel fleet serve
 // --replica r/R`, or without --replicas claimer i as i/--claimers; the run reports how many
 // claims landed outside their scheduler's share, and every run how many hosts hold the claims
-// (how tightly they are packed). Every mode ends with FleetStore::Audit() and
+// (how tightly they are packed). --replica-claimers N0,N1,.. gives replica r N_r claimer threads
+// instead of an even deal, so one replica's share runs dry first and it falls back to the
+// others' hosts while they place there. Every mode ends with FleetStore::Audit() and
 // a check that every claim has exactly the claim_units rows its placement holds (no half claim).
 
 #ifdef ACCEL_BENCH_HAVE_POSTGRES_HARNESS
@@ -1265,9 +1287,14 @@ int RunClaims(const Args& a, int argc, char** argv) {
     body["claim"] = true;
     body["strategy"] = a.spread ? "spread" : "pack";
     if (a.subset_size > 1) body["subset_size"] = a.subset_size;
+    int next_slot = 0;
     for (int r = 0; r < a.replicas; ++r) {
       std::vector<ClaimerConfig> mine;
-      for (int i = r; i < n; i += a.replicas) mine.push_back(cfgs[i]);
+      if (a.replica_claimers.empty()) {
+        for (int i = r; i < n; i += a.replicas) mine.push_back(cfgs[i]);
+      } else {
+        for (int k = 0; k < a.replica_claimers[static_cast<size_t>(r)]; ++k) mine.push_back(cfgs[next_slot++]);
+      }
       const pid_t pid = fork();
       if (pid < 0) throw std::runtime_error("fork failed");
       const accel::fleet::SchedulePartition part = a.partition ? accel::fleet::SchedulePartition{r, a.replicas}
@@ -1276,6 +1303,7 @@ int RunClaims(const Args& a, int argc, char** argv) {
       replica_pids.push_back(pid);
     }
     out["replicas"] = a.replicas;
+    if (!a.replica_claimers.empty()) out["replica_claimers"] = a.replica_claimers;
   } else {
     for (int i = 0; i < n; ++i) pids[i] = StartClaimer(cfgs[i], rq.flavor, shared);
   }

@@ -622,7 +622,8 @@ void RegisterPlaceAndClaims(CLI::App* fleet_cmd, int* exit_code) {
   p->add_option("--seed", po->seed, "scheduler identity: orders equally good hosts differently per replica");
   p->add_option("--subset-size", po->subset_size,
                 "Nova's host_subset_size: choose among the N best hosts by --seed's order, so schedulers\n"
-                "that share a fleet rarely race for one host (needs --seed)")
+                "that share a fleet race less for one host (needs --seed; --replica separates them\n"
+                "without loosening pack)")
       ->check(CLI::Range(1, 64))->capture_default_str();
   p->add_option("--replica", po->replica,
                 "INDEX/COUNT: schedule as replica INDEX (from 0) of COUNT schedulers sharing the store:\n"

@@ -136,8 +136,9 @@ void RegisterFleetServe(CLI::App* fleet_cmd, int* exit_code) {
       ->check(CLI::Range(1, 86400))->capture_default_str();
   cmd->add_option("--seed", o->seed, "replica identity: orders equally good hosts differently per replica");
   cmd->add_option("--subset-size", o->subset_size,
-                  "Nova's host_subset_size: choose among the N best hosts by --seed's order (about the number\n"
-                  "of replicas keeps them from racing for one host); a request's subset_size overrides it")
+                  "Nova's host_subset_size: choose among the N best hosts by --seed's order (fewer races\n"
+                  "between replicas, looser packing; --replica separates them without loosening it); a\n"
+                  "request's subset_size overrides it")
       ->check(CLI::Range(1, 64))->capture_default_str();
   cmd->add_option("--replica", o->replica,
                   "INDEX/COUNT: this is replica INDEX (from 0) of COUNT sharing the store; it prefers its\n"

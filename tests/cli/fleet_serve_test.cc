@@ -696,7 +696,8 @@ TEST_F(FleetServeCli, ReplicaPrefersItsShareOfTheHosts) {
   // Bad partitions: 400 naming the field; exit 2 naming the flag; nothing claimed anywhere.
   for (const json& bad : {json({{"index", 2}, {"count", 2}}), json("0/2"), json({{"index", 0}, {"count", 2}, {"of", 1}}),
                           json({{"count", 2}}), json({{"index", 0}, {"count", 0}})}) {
-    test_support::ApiReply r = api.Post("/api/v1/place", PlaceBody(WholeH100Host(), {{"partition", bad}, {"claim", true}}));
+    test_support::ApiReply r =
+        api.Post("/api/v1/place", PlaceBody(WholeH100Host(), {{"partition", bad}, {"claim", true}}), false);
     EXPECT_EQ(r.status, 400) << bad.dump() << "\n" << r.body;
     EXPECT_THAT(r.body, HasSubstr("partition")) << bad.dump();
   }
