@@ -1104,14 +1104,16 @@ class Checker {
     if (cluster_policy_) {
       std::string strategy = StringAt(SpecOf(*cluster_policy_), {"mig", "strategy"});
       const bool defaulted = strategy.empty();
-      if (defaulted) strategy = "single";  // the chart's and the CRD's default (unconfirmed for the CRD)
+      // The Helm chart's default; the CRD has none, and what the operator does with an unset field
+      // is unconfirmed.
+      if (defaulted) strategy = "single";
       const std::string key = "ClusterPolicy/" + NameOf(*cluster_policy_) + ".spec.mig.strategy";
       for (const GroupState* s : operator_groups) {
         const bool mps = s->group->sharing.mps.has_value();
         const std::set<std::string> ok = AcceptedStrategies(s->shape, mps);
         if (!ok.count(strategy))
           Add(Error("sharing", s->group->name, key,
-                    "the GPU Operator's MIG strategy is " + strategy + (defaulted ? " (the default)" : "") + ": " +
+                    "the GPU Operator's MIG strategy is " + strategy + (defaulted ? " (unset: the chart's default)" : "") + ": " +
                         StrategyWhy(strategy, s->shape, mps) + " (this group: " + ShapeText(s->shape) +
                         (mps ? ", MPS" : "") + ")",
                     "set spec.mig.strategy to " + JoinStrings(std::vector<std::string>(ok.begin(), ok.end()), " or ") +
@@ -1121,7 +1123,7 @@ class Checker {
           Add(Error("sharing", s->group->name, "ClusterPolicy/" + NameOf(*cluster_policy_) + ".spec.migManager.enabled",
                     "the ClusterPolicy disables mig-manager: nothing applies " + mig + " to these nodes",
                     "set spec.migManager.enabled: true"));
-        if (mps && !BoolAt(SpecOf(*cluster_policy_), {"cdi", "enabled"}, false))
+        if (mps && !BoolAt(SpecOf(*cluster_policy_), {"cdi", "enabled"}, true))  // the CRD's default: true
           Add(Warning("sharing", s->group->name, "ClusterPolicy/" + NameOf(*cluster_policy_) + ".spec.cdi.enabled",
                       "MPS with CDI off: recent device plugins refuse MPS without a CDI device-list strategy (\"using "
                       "MPS requires CDI\"; the version that started refusing is unconfirmed)",

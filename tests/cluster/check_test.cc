@@ -348,6 +348,23 @@ TEST(ClusterCheck, ClusterPolicyStrategyAgainstTheGroupsMigConfig) {
       << Dump(r);
 }
 
+TEST(ClusterCheck, MpsUnderTheGpuOperator) {
+  const ClusterTemplate t =
+      Parse(Template("  - {name: g, flavor: gpu-1g, count: 1, vendor: nvidia, stack: operator, sharing: {mps: {replicas: 4}}}\n"));
+  CheckInputs in;
+  // Mixed refuses MPS; CDI off is a warning (recent device plugins need CDI for MPS).
+  in.objects = {Yaml("apiVersion: nvidia.com/v1\nkind: ClusterPolicy\nmetadata: {name: cp}\n"
+                     "spec: {mig: {strategy: mixed}, cdi: {enabled: false}}\n")};
+  CheckReport r = CheckCluster(t, in);
+  std::vector<std::string> got;
+  for (const CheckFinding& f : Of(r, "sharing")) got.push_back(std::string(CheckSeverityName(f.severity)) + " " + f.key);
+  EXPECT_EQ(got, (std::vector<std::string>{"error ClusterPolicy/cp.spec.mig.strategy", "warning ClusterPolicy/cp.spec.cdi.enabled"}))
+      << Dump(r);
+  // The CRD's defaults (cdi on) and single: clean.
+  in.objects = {Yaml("apiVersion: nvidia.com/v1\nkind: ClusterPolicy\nmetadata: {name: cp}\nspec: {mig: {strategy: single}}\n")};
+  EXPECT_TRUE(Of(CheckCluster(t, in), "sharing").empty());
+}
+
 TEST(ClusterCheck, MigConfigFromTheGeneratedConfigMap) {
   CheckInputs in;
   in.objects = ParseKubernetesObjects(R"(apiVersion: nvidia.com/v1
