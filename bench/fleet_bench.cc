@@ -2,7 +2,7 @@
 // "Fleet").
 //
 //   fleet_bench [--hosts 10000] [--decisions 2000] [--seed 1] [--churn 0] [--json FILE]
-//               [--no-nova] [--nova-candidates 1000] [--nova-rounds 3] [--capacity-runs 3]
+//               [--no-nova] [--nova-candidates 1000] [--nova-rounds 3] [--capacity-runs 3] [--partition]
 //   fleet_bench --claims [--hosts 2000] [--claimers 16] [--claims-each 60] [--refresh-ms 500]
 //               [--strategy pack|spread] [--scrambled-names] [--subset-size N] [--refresh-every K] [--hold N]
 //               [--kills N | --restart [--seconds 20] [--outage 3]] [--replicas R [--replica-claimers N,N..]]
@@ -27,7 +27,8 @@
 //      (FleetView::Apply), as a service does for its own claims, so every decision sees a
 //      different fleet: the chosen host has 4 fewer GPUs and the next decision ranks and runs the
 //      engine again. (Schedule's engine memo lives inside one call; nothing is cached across
-//      decisions.) Pack (the default) and spread, each from the same starting view.
+//      decisions.) Pack (the default) and spread, each from the same starting view. With
+//      --partition the decisions are replica 0 of 2 (ScheduleOptions::partition {0, 2}).
 //   5. Nova's anchor: bench/fleet_nova_anchor.py (run with /usr/bin/python3, Debian's
 //      python3-nova) times nova.virt.hardware.numa_fit_instance_to_host with PCI stats on
 //      --nova-candidates hosts sampled from this fleet — the same SKUs, the same claims replayed
@@ -366,10 +367,11 @@ struct DecisionStats {
 };
 
 DecisionStats RunDecisions(FleetView view, const PlacementRequest& req, accel::fleet::FleetStrategy strategy,
-                           int decisions, const Fleet& fleet) {
+                           int decisions, const Fleet& fleet, accel::fleet::SchedulePartition partition) {
   accel::fleet::ScheduleOptions opt;
   opt.strategy = strategy;
   opt.count = 1;
+  opt.partition = partition;
   DecisionStats st;
   st.strategy = strategy == accel::fleet::FleetStrategy::kPack ? "pack" : "spread";
   std::vector<double> ms, cpu_ms;
@@ -566,7 +568,8 @@ struct Args {
   bool scrambled_names = false;
   int subset_size = 1;     ///< --subset-size (claims mode): ScheduleOptions::subset_size
   /// --partition (claims mode): with --replicas R, replica r schedules as partition r/R (`accel
-  /// fleet serve --replica r/R`); without, claimer process i as i/--claimers.
+  /// fleet serve --replica r/R`); without, claimer process i as i/--claimers. Default mode: the
+  /// decisions run as replica 0/2.
   bool partition = false;
   long claims_each = 60;   ///< throughput run: claims per claimer (16 x 60 fill a third of 2,000 hosts)
   int hold = -1;           ///< live claims a claimer keeps before releasing; -1 = 0, or 32 with --kills/--restart
@@ -588,7 +591,7 @@ struct Args {
   (error.empty() ? std::cout : std::cerr)
             << "usage: fleet_bench [--hosts N] [--decisions N] [--seed S] [--json FILE] [--no-nova]\n"
                "                   [--nova-candidates N] [--nova-rounds N] [--capacity-runs N] [--churn N]\n"
-               "                   [--source-dir DIR] [--shared-dir DIR]\n"
+               "                   [--source-dir DIR] [--shared-dir DIR] [--partition]\n"
                "       fleet_bench --claims [--hosts N] [--claimers N] [--claims-each N] [--refresh-ms MS]\n"
                "                   [--strategy pack|spread] [--scrambled-names] [--subset-size N]\n"
                "                   [--refresh-every K] [--hold N] [--kills N | --restart [--seconds S] [--outage S]]\n"
@@ -772,7 +775,8 @@ int RunInProcess(const Args& a, int argc, char** argv) {
   // Decisions.
   out["load_before_decisions"] = LoadAverage();
   for (auto strategy : {accel::fleet::FleetStrategy::kPack, accel::fleet::FleetStrategy::kSpread}) {
-    DecisionStats st = RunDecisions(view, rq.flavor, strategy, a.decisions, fleet);
+    DecisionStats st = RunDecisions(view, rq.flavor, strategy, a.decisions, fleet,
+                                    a.partition ? accel::fleet::SchedulePartition{0, 2} : accel::fleet::SchedulePartition{});
     nlohmann::ordered_json j = {{"decisions", st.decisions},   {"placed", st.placed},
                                 {"p50_ms", st.p50},           {"p90_ms", st.p90},
                                 {"p99_ms", st.p99},           {"max_ms", st.max},
