@@ -168,7 +168,7 @@ void RegisterClusterCheck(CLI::App* cluster, int* exit_code) {
       "  accel cluster check examples/cluster/ai-prod.yaml -o json | jq '.findings[] | select(.severity==\"error\")'\n"
       "  accel cluster check ai-prod.yaml --fleet sqlite:/var/lib/accel/fleet.db\n"
       "  accel cluster check ai-prod.yaml --fleet postgresql://accel@db/fleet --strict\n"
-      "  kubectl get nvidiadrivers,deviceconfigs,nicnodepolicies,clusterpolicies -o yaml > live.yaml\n"
+      "  kubectl get clusterpolicies.nvidia.com,nvidiadrivers,deviceconfigs -A -o yaml > live.yaml\n"
       "  accel cluster check ai-prod.yaml --objects live.yaml\n\n"
       "Exit status: 0 no error (warnings allowed); 1 at least one error (or a warning with --strict),\n"
       "each with its fix; 2 bad input: the template, an --objects file or the --fleet store (key path\n"
