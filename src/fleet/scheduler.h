@@ -21,14 +21,16 @@
 //   4. Run the engine down that order, once per distinct (hardware, policy, usage), until the
 //      best host that fits plus `alternates` more are found (at least `subset_size` hosts).
 //   5. With subset_size > 1 and a seed, choose among the best subset_size by the seeded order
-//      (Nova's host_subset_size, made deterministic); the rest, best first, are the alternates.
+//      (Nova's host_subset_size, made deterministic) — with a partition, among the best of the
+//      replica's own hosts while one of them fits; the rest, best first, are the alternates.
 // Deterministic: same view, request, options and seed, same answer.
 //
 // Partitions: replicas that see the same fleet rank the same hosts first, and under pack there
 // is often one best host (exact free CPU counts rarely tie), so without a partition they race
 // for it however they break ties (docs/benchmarks.md, "Fleet"). With `partition` {i, n} on each
 // of n replicas, each prefers its own 1/n of the hosts, so two replicas only meet on a host
-// when one's share has no fitting host left; then it takes the best of all hosts (nothing fits
+// when one's share has no fitting host left in its view (or their claims' alternates reach into
+// the others' shares); then it takes the best of all hosts (nothing fits
 // less than without a partition). The cost: the strategy and fragmentation order hold within
 // each share, not across the fleet — a replica opens an idle host of its share while another
 // share still has a partly used one that fits; with requests spread evenly over the replicas,
