@@ -250,14 +250,14 @@ TEST(ClusterApi, OpenStackMachineTemplateOfTheExample) {
   const nlohmann::json osmt = ObjectOf(g, "h100-train", "OpenStackMachineTemplate");
   EXPECT_EQ(osmt["apiVersion"], "infrastructure.cluster.x-k8s.io/v1beta2");
   const nlohmann::json& spec = osmt["spec"]["template"]["spec"];
-  EXPECT_EQ(spec["flavor"]["filter"]["name"], "gpu-4-2cell");
+  EXPECT_EQ(spec["flavor"]["filter"]["name"], "h100-4-rdma");
   EXPECT_EQ(spec["image"]["filter"]["name"], "ubuntu-2404-kube-v1.33.2");
   EXPECT_EQ(spec["identityRef"], nlohmann::json::parse(R"({"type": "Secret", "name": "ai-prod-cloud-config", "cloudName": "openstack"})"));
   EXPECT_FALSE(spec.contains("ports"));
   EXPECT_FALSE(spec.contains("sshKeyName"));
   EXPECT_FALSE(spec.contains("serverGroup"));
-  // SR-IOV RDMA but no RDMA NIC in the flavor: the file says which port to add
-  EXPECT_NE(g.part.files.at("h100-train/cluster-api.yaml").find("vnicType: direct"), std::string::npos);
+  // SR-IOV RDMA with the NICs in the flavor: no port to add
+  EXPECT_EQ(g.part.files.at("h100-train/cluster-api.yaml").find("vnicType: direct"), std::string::npos);
   EXPECT_EQ(g.part.files.at("system/cluster-api.yaml").find("vnicType"), std::string::npos);
 }
 
@@ -455,7 +455,7 @@ TEST(ClusterApi, MagnumScriptPassesEachGroupIntact) {
   ASSERT_EQ(calls.size(), g.t.groups.size());
   const std::vector<std::string>& h100 = calls[0];
   const std::vector<std::string> head = {"coe", "nodegroup", "create", "ai-prod", "h100-train",
-                                         "--flavor", "gpu-4-2cell", "--image", "ubuntu-2404-kube-v1.33.2",
+                                         "--flavor", "h100-4-rdma", "--image", "ubuntu-2404-kube-v1.33.2",
                                          "--node-count", "4", "--min-nodes", "2", "--max-nodes", "8",
                                          "--role", "worker", "--merge-labels"};
   ASSERT_GT(h100.size(), head.size());

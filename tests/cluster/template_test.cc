@@ -99,11 +99,12 @@ TEST(ClusterTemplate, ExampleReadsBackEveryField) {
   ASSERT_EQ(t.groups.size(), 4u);
   const NodeGroup& h100 = t.groups[0];
   EXPECT_EQ(h100.name, "h100-train");
-  EXPECT_EQ(h100.flavor_name, "gpu-4-2cell");
+  EXPECT_EQ(h100.flavor_name, "h100-4-rdma");
   EXPECT_EQ(h100.flavor.vcpus, 32);
-  EXPECT_EQ(h100.flavor_file, std::string(ACCEL_SOURCE_DIR) + "/examples/flavors/gpu-4-2cell.yaml");
-  ASSERT_EQ(h100.request.pci.size(), 1u);
+  EXPECT_EQ(h100.flavor_file, std::string(ACCEL_SOURCE_DIR) + "/examples/cluster/flavors/h100-4-rdma.yaml");
+  ASSERT_EQ(h100.request.pci.size(), 2u);
   EXPECT_EQ(h100.request.pci[0].count, 4);
+  EXPECT_EQ(h100.request.pci[1].count, 4);
   EXPECT_EQ(h100.count, 4);
   EXPECT_EQ(h100.min_count, 2);
   EXPECT_EQ(h100.max_count, 8);
@@ -125,7 +126,7 @@ TEST(ClusterTemplate, ExampleReadsBackEveryField) {
   // Merged: the group's fields over the cluster's.
   EXPECT_EQ(h100.kubelet_merged["maxPods"], 64);
   EXPECT_EQ(h100.kubelet_merged["cgroupDriver"], "systemd");
-  EXPECT_EQ(h100.kubelet_merged["kubeReserved"]["cpu"], "500m");
+  EXPECT_EQ(h100.kubelet_merged["kubeReserved"], nlohmann::json({{"memory", "1Gi"}}));
 
   const NodeGroup& amd = t.groups[1];
   EXPECT_EQ(amd.name, "mi300x-infer");
@@ -144,7 +145,7 @@ TEST(ClusterTemplate, ExampleReadsBackEveryField) {
 
   const NodeGroup& gaudi = t.groups[2];
   EXPECT_EQ(gaudi.vendor, Vendor::kHabana);
-  EXPECT_EQ(gaudi.network.rdma, RdmaMode::kShared);
+  EXPECT_EQ(gaudi.network.rdma, RdmaMode::kNone);
   EXPECT_TRUE(gaudi.sharing.none());
   EXPECT_EQ(gaudi.hypervisor->hostname, "gaudi2-8hpu");
 
