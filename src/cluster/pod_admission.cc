@@ -967,7 +967,7 @@ void NodeAdmission::Apply(const placement::Placement* p, const AdmissionDemand& 
   }
   // Merge into the pod's per-cell view (ascending by cell).
   for (auto& [cell, share] : shares) {
-    auto it = std::find_if(out->cells.begin(), out->cells.end(), [&](const CellShare& s) { return s.cell == cell; });
+    auto it = std::find_if(out->cells.begin(), out->cells.end(), [&, cell = cell](const CellShare& s) { return s.cell == cell; });
     if (it == out->cells.end()) {
       out->cells.push_back(share);
       continue;
@@ -1118,7 +1118,7 @@ bool NodeAdmission::AdmitDemand(const AdmissionDemand& d, State* state, bool kee
     }
     for (const auto& [name, count] : devices_aligned) {
       const NodeResource& r = *n.FindResource(name);
-      const int k = narrowest([&](const std::vector<int>& m) {
+      const int k = narrowest([&, count = count](const std::vector<int>& m) {
         int have = 0;
         for (int c : m) have += r.per_cell[static_cast<size_t>(c)];
         return have >= count;
