@@ -3,7 +3,7 @@
 # this host and on the HGX H100 fixture (a no-fit on a host without GPUs is an answer, not a failure),
 # run the exporter once, show MIG layouts / validation / a plan, the training-fabric tools (doctor,
 # GPU<->NIC pairing, NCCL settings, tune plan), a small fleet of the fixtures with its capacity,
-# the cluster template's node-group plan (guest layout and kubelet per group), then run the node agent, `accel serve`, which stays
+# the cluster template's check and node-group plan (guest layout, kubelet, vendor stack, Cluster API per group), then run the node agent, `accel serve`, which stays
 # in the foreground (ACCEL_RUN_ONCE=1: once, then exit).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -72,9 +72,12 @@ done
   --flavor examples/flavors/numa2.yaml --aliases examples/flavors/aliases.json --group-by az
 unset ACCEL_FLEET_STORE
 
-echo; echo "== accel cluster plan examples/cluster/ai-prod.yaml: each node group's guest and its kubelet (docs/node-groups.md)"
+echo; echo "== accel cluster check examples/cluster/ai-prod.yaml: what would go wrong in its node groups (docs/node-groups.md)"
+"$accel" cluster check examples/cluster/ai-prod.yaml | tail -n 2
+echo; echo "== accel cluster plan examples/cluster/ai-prod.yaml: each node group's guest, kubelet, stack and Cluster API objects"
 plan_dir="$(dirname "$state")/cluster-plan"
-"$accel" cluster plan examples/cluster/ai-prod.yaml --out "$plan_dir" | grep -E '^[a-z0-9-]+ \(flavor|^  guest:|topologyManagerPolicy:|reservedSystemCPUs:|memoryManagerPolicy:'
+"$accel" cluster plan examples/cluster/ai-prod.yaml --out "$plan_dir" | grep -E '^[a-z0-9-]+ \(flavor|^  guest:|^  node labels:|topologyManagerPolicy:|reservedSystemCPUs:|memoryManagerPolicy:'
+(cd "$plan_dir" && find . -type f | sort | sed 's|^\./|  |')
 echo "(every field with its reason: accel cluster plan examples/cluster/ai-prod.yaml; files in $plan_dir)"
 
 if [ -f "$fake" ]; then
