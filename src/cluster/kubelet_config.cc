@@ -212,7 +212,15 @@ KubeletPlan DeriveKubeletConfig(const GuestLayout& g, const KubeletInputs& in) {
   }
 
   // --- Memory Manager: reservedMemory from the final reservations, unless the override gave it ---
-  if (in.overrides.contains("reservedMemory")) return plan;
+  if (in.overrides.contains("reservedMemory")) {
+    // reservedMemory is used by the Static policy only: given without a policy, it means Static
+    // (and the sum rule is then checked), never a silently ignored list.
+    if (!in.overrides.contains("memoryManagerPolicy")) {
+      c["memoryManagerPolicy"] = "Static";
+      choose("memoryManagerPolicy", "Static", "the template gives reservedMemory, which only the Static policy uses");
+    }
+    return plan;
+  }
   const bool forced_static = in.overrides.contains("memoryManagerPolicy");
   if (forced_static && c.value("memoryManagerPolicy", "None") != "Static") return plan;
   std::optional<int64_t> total = 0;
@@ -336,8 +344,9 @@ std::vector<KubeletFinding> CheckKubeletConfig(const json& c, const GuestLayout&
         find("cpuManagerPolicyOptions." + it.key(), "is an alpha option: the kubelet refuses it without its gate",
              "set featureGates: {CPUManagerPolicyAlphaOptions: true}, or drop the option");
       if (cpu_policy != "static")
-        find("cpuManagerPolicyOptions." + it.key(), "has no effect unless cpuManagerPolicy is static",
-             "set cpuManagerPolicy: static");
+        find("cpuManagerPolicyOptions." + it.key(),
+             "the " + cpu_policy + " CPU Manager policy takes no options: the kubelet does not start",
+             "set cpuManagerPolicy: static, or drop cpuManagerPolicyOptions");
     }
 
   // --- Topology Manager ---

@@ -176,10 +176,11 @@ class KubeletChecksTest : public ::testing::Test {
 cluster::GroupPlan* KubeletChecksTest::group_ = nullptr;
 
 TEST_F(KubeletChecksTest, PlannedConfigOnTheMatchingGuestPasses) {
-  // The fixture is what the issue describes: 2 guest cells, 4 GPUs each behind its cell, 1 GiB
-  // guest pools on both cells, and the plan's own config clean.
+  // The fixture is what the issue describes: 2 guest cells, 4 GPUs and their 4 RDMA NICs each
+  // behind its cell (the example's h100-4-rdma), 1 GiB guest pools on both cells, and the plan's
+  // own config clean.
   ASSERT_EQ(group_->layout.cells.size(), 2u);
-  ASSERT_EQ(group_->layout.devices.size(), 4u);
+  ASSERT_EQ(group_->layout.devices.size(), 8u);
   ASSERT_EQ(group_->hugepages.size(), 2u);
   ASSERT_TRUE(group_->findings.empty());
   DoctorReport r = Run();
