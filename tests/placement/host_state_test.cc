@@ -167,7 +167,9 @@ TEST(HostState, IncrementalUpdatesEqualAFreshStateOnFleetTopologies) {
     }
   }
   EXPECT_GE(hosts, 5);
-  EXPECT_GT(placed, 5000);
+  // 4,360 claims placed on the 5 repository fixtures alone (a clone without ../shared), 5,115
+  // with the hwloc exports as well.
+  EXPECT_GT(placed, 3000);
   EXPECT_GT(refused, 5000);
 }
 

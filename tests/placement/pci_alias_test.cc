@@ -201,7 +201,10 @@ TEST(PciAliasTest, EmptyInputs) {
 
 TEST(PciAliasTest, LoadsExampleFile) {
   PciAliasTable t = LoadPciAliases(std::string(ACCEL_SOURCE_DIR) + "/examples/flavors/aliases.json");
-  ASSERT_EQ(t.aliases().size(), 6u);
+  ASSERT_EQ(t.aliases().size(), 7u);
+  const PciAlias* cx7 = t.Find("cx7");  // the ConnectX-7 PFs of examples/cluster/flavors/h100-4-rdma.yaml
+  ASSERT_NE(cx7, nullptr);
+  EXPECT_EQ(cx7->specs[0].product_id, 0x1021);
   const PciAlias* h100 = t.Find("h100");
   ASSERT_NE(h100, nullptr);
   EXPECT_EQ(h100->specs[0].vendor_id, 0x10de);
