@@ -9,6 +9,7 @@
 #include <string_view>
 #include <utility>
 
+#include "cluster/check.h"
 #include "common/error.h"
 #include "common/version.h"
 #include "common/yaml_out.h"
@@ -152,49 +153,25 @@ MigKind KindOf(const std::string& name) {
 // no instances at all, which single refuses.
 bool UniformMig(MigKind kind) { return kind == MigKind::kNone || kind == MigKind::kDisabled || kind == MigKind::kSingleProfile; }
 
-bool PlainProfile(const sharing::MigProfile& p) {
-  return !p.media_extension && !p.no_media && !p.graphics && !p.all_media;
-}
-
-// The plain profile of `compute` SM slices with the fewest memory slices, or nullptr.
-const sharing::MigProfile* SmallestPlain(const GpuModel& model, int compute) {
-  const sharing::MigProfile* best = nullptr;
-  for (const sharing::MigProfile& p : model.profiles) {
-    if (p.compute_slices != compute || !PlainProfile(p)) continue;
-    if (best == nullptr || p.memory_slices < best->memory_slices) best = &p;
-  }
-  return best;
-}
-
 // mig-devices of config `name` (kBalanced or kSingleProfile) on `model`; nullopt and *why when
 // the model has no such layout.
 std::optional<MigDevices> MigDevicesOn(const std::string& name, MigKind kind, const GpuModel& model, std::string* why) {
-  if (kind == MigKind::kBalanced) {
-    // NVIDIA's default config: 2 x 1g + 1 x 2g + 1 x 3g on 7-slice GPUs, 2 x 1g + 1 x 2g on the
-    // 4-slice ones (A30, RTX PRO 6000) — examples/mig/default-configs.yaml.
-    std::vector<std::pair<int, int>> want = {{1, 2}, {2, 1}};
-    if (model.compute_slices >= 7) want.emplace_back(3, 1);
-    MigDevices devices;
-    for (const auto& [compute, count] : want) {
-      const sharing::MigProfile* p = SmallestPlain(model, compute);
-      if (p == nullptr) {
-        *why = model.name + " has no plain " + std::to_string(compute) + "g profile";
-        return std::nullopt;
-      }
-      devices.emplace_back(p->name, count);
+  if (kind == MigKind::kSingleProfile) {
+    // The profile as this model's driver prints it: another board's spelling is not written.
+    const std::string profile = name.substr(4);
+    const std::optional<int> index = sharing::FindProfile(model, profile);
+    if (!index || sharing::IsOtherName(model.profiles[*index], profile)) {
+      std::string names;
+      for (const sharing::MigProfile& p : model.profiles) names += (names.empty() ? "" : ", ") + p.name;
+      *why = model.name + " has no MIG profile " + profile + " (its profiles: " + names + ")";
+      return std::nullopt;
     }
-    return devices;
   }
-  const std::string profile = name.substr(4);
-  const std::optional<int> index = sharing::FindProfile(model, profile);
-  if (!index || sharing::IsOtherName(model.profiles[*index], profile)) {
-    std::string names;
-    for (const sharing::MigProfile& p : model.profiles) names += (names.empty() ? "" : ", ") + p.name;
-    *why = model.name + " has no MIG profile " + profile + " (its profiles: " + names + ")";
-    return std::nullopt;
-  }
-  const sharing::MigProfile& p = model.profiles[*index];
-  return MigDevices{{p.name, p.max_count}};
+  // The layout is NVIDIA's default config (check.h), one definition for the stack, the check and
+  // the pod admission.
+  const std::optional<sharing::MigPartedConfig> config = DefaultMigConfig(name, model, why);
+  if (!config) return std::nullopt;
+  return config->configs.front().entries.front().mig_devices;
 }
 
 // The MIG-capable GPU models among a group's passed-through NVIDIA GPUs (catalog order), and the
