@@ -1,6 +1,5 @@
 #include "cluster/vendor_stack.h"
 
-#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cstdio>
