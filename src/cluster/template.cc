@@ -732,11 +732,6 @@ std::string_view TaintEffectName(TaintEffect effect) {
   return "NoSchedule";
 }
 
-bool IsDns1123Label(std::string_view name) {
-  if (name.empty() || name.size() > 63) return false;
-  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
-  if (!alnum(name.front()) || !alnum(name.back())) return false;
-  return std::all_of(name.begin(), name.end(), [&](char c) { return alnum(c) || c == '-'; });
-}
+bool IsDns1123Label(std::string_view name) { return IsDnsLabel(name); }
 
 }  // namespace accel::cluster

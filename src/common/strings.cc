@@ -134,4 +134,25 @@ std::string PercentDecode(std::string_view s, bool plus_is_space) {
   return out;
 }
 
+bool IsDnsLabel(std::string_view name) {
+  if (name.empty() || name.size() > 63) return false;
+  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  if (!alnum(name.front()) || !alnum(name.back())) return false;
+  for (char c : name)
+    if (!alnum(c) && c != '-') return false;
+  return true;
+}
+
+bool IsDnsSubdomain(std::string_view name) {
+  if (name.empty() || name.size() > 253) return false;
+  size_t start = 0;
+  while (true) {
+    size_t dot = name.find('.', start);
+    if (!IsDnsLabel(name.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start)))
+      return false;
+    if (dot == std::string_view::npos) return true;
+    start = dot + 1;
+  }
+}
+
 }  // namespace accel

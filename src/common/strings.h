@@ -43,4 +43,12 @@ std::string PercentEncode(std::string_view s);
 /// encoding). A '%' not followed by two hex digits is kept as it is.
 std::string PercentDecode(std::string_view s, bool plus_is_space = false);
 
+/// True when `name` is a DNS-1123 label: 1-63 of a-z 0-9 '-', starting and ending with a letter
+/// or digit (most Kubernetes object names, DRA device names, label values' shape).
+bool IsDnsLabel(std::string_view name);
+
+/// True when `name` is a DNS-1123 subdomain: at most 253 characters, dot-separated DNS labels
+/// (node names, DRA driver names such as "accel.io", ResourceSlice names).
+bool IsDnsSubdomain(std::string_view name);
+
 }  // namespace accel
