@@ -91,8 +91,10 @@ void AddNode(ContainerAllocation* out, const std::string& path, const std::strin
 void AllocateNvidia(const std::vector<NodeDevice>& devices, const std::vector<size_t>& units,
                     const PluginConfig& config, ContainerAllocation* out) {
   std::vector<std::string> names, unit_ids, cdi;
+  std::vector<DeviceEdits> edits;
   for (size_t u : units) {
-    names.push_back(NvidiaName(devices[u], config.device_id_index));
+    edits.push_back(EditsOfDevice(devices[u], config.dev_root, config.device_id_index));
+    names.push_back(edits.back().visible_value);
     unit_ids.push_back(devices[u].id);
     cdi.push_back(std::string(kCdiKind) + "=" + names.back());
   }
@@ -115,14 +117,11 @@ void AllocateNvidia(const std::vector<NodeDevice>& devices, const std::vector<si
     }
   }
   if (!config.pass_device_specs) return;
-  for (size_t u : units) {
-    if (devices[u].minor < 0) continue;  // unknown node: the runtime still has the env/CDI list
-    std::string path = "/dev/nvidia" + std::to_string(devices[u].minor);
-    AddNode(out, path, UnderRoot(config.dev_root, path));
-  }
-  for (const char* path : {"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"}) {
-    AddNode(out, path, UnderRoot(config.dev_root, path));
-  }
+  // An unknown node (no minor) has no entry: the runtime still has the env/CDI list.
+  for (const DeviceEdits& e : edits)
+    for (const DeviceNodeSpec& n : e.device_nodes) AddNode(out, n.container_path, n.host_path);
+  for (const DeviceNodeSpec& n : EditsOfDevice(NodeDevice{}, config.dev_root).shared_nodes)
+    AddNode(out, n.container_path, n.host_path);
 }
 
 // What NVIDIA's plugin adds for an MPS-shared resource (internal/plugin/mps.go updateReponse):
@@ -146,11 +145,9 @@ void AllocateAmd(const PluginResource& resource, const std::vector<NodeDevice>& 
                  const std::vector<size_t>& units, ContainerAllocation* out) {
   AddNode(out, "/dev/kfd", "/dev/kfd");
   for (size_t u : units) {
-    int render = RequireMinor(resource, devices[u], kFirstRenderMinor);
-    std::string card = "/dev/dri/card" + std::to_string(render - kFirstRenderMinor);
-    std::string node = "/dev/dri/renderD" + std::to_string(render);
-    AddNode(out, card, card);
-    AddNode(out, node, node);
+    RequireMinor(resource, devices[u], kFirstRenderMinor);
+    for (const DeviceNodeSpec& n : EditsOfDevice(devices[u]).device_nodes)
+      AddNode(out, n.container_path, n.host_path);
   }
 }
 
@@ -158,15 +155,58 @@ void AllocateGaudi(const PluginResource& resource, const std::vector<NodeDevice>
                    const std::vector<size_t>& units, ContainerAllocation* out) {
   std::vector<std::string> minors;
   for (size_t u : units) {
-    std::string n = std::to_string(RequireMinor(resource, devices[u], 0));
-    minors.push_back(n);
-    AddNode(out, "/dev/accel/accel" + n, "/dev/accel/accel" + n);
-    AddNode(out, "/dev/accel/accel_controlD" + n, "/dev/accel/accel_controlD" + n);
+    RequireMinor(resource, devices[u], 0);
+    DeviceEdits e = EditsOfDevice(devices[u]);
+    minors.push_back(e.visible_value);
+    for (const DeviceNodeSpec& n : e.device_nodes) AddNode(out, n.container_path, n.host_path);
   }
   out->envs["HABANA_VISIBLE_DEVICES"] = JoinComma(minors);
 }
 
 }  // namespace
+
+DeviceEdits EditsOfDevice(const NodeDevice& device, const std::string& dev_root,
+                          bool nvidia_by_index) {
+  DeviceEdits e;
+  auto node = [](const std::string& path, const std::string& host) {
+    return DeviceNodeSpec{path, host, "rw"};
+  };
+  switch (device.vendor) {
+    case devices::Vendor::kNvidia: {
+      e.visible_env = kNvidiaVisible;
+      e.visible_value = NvidiaName(device, nvidia_by_index);
+      if (device.minor >= 0) {
+        std::string path = "/dev/nvidia" + std::to_string(device.minor);
+        e.device_nodes.push_back(node(path, UnderRoot(dev_root, path)));
+      }
+      for (const char* path : {"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"})
+        e.shared_nodes.push_back(node(path, UnderRoot(dev_root, path)));
+      break;
+    }
+    case devices::Vendor::kAmd: {
+      e.shared_nodes.push_back(node("/dev/kfd", "/dev/kfd"));
+      if (device.minor >= kFirstRenderMinor) {
+        std::string card = "/dev/dri/card" + std::to_string(device.minor - kFirstRenderMinor);
+        std::string render = "/dev/dri/renderD" + std::to_string(device.minor);
+        e.device_nodes.push_back(node(card, card));
+        e.device_nodes.push_back(node(render, render));
+      }
+      break;
+    }
+    case devices::Vendor::kHabana: {
+      e.visible_env = "HABANA_VISIBLE_DEVICES";
+      if (device.minor >= 0) {
+        std::string n = std::to_string(device.minor);
+        e.visible_value = n;
+        e.device_nodes.push_back(node("/dev/accel/accel" + n, "/dev/accel/accel" + n));
+        e.device_nodes.push_back(
+            node("/dev/accel/accel_controlD" + n, "/dev/accel/accel_controlD" + n));
+      }
+      break;
+    }
+  }
+  return e;
+}
 
 ContainerAllocation AllocateContainer(const PluginResource& resource,
                                       const std::vector<NodeDevice>& devices,

@@ -43,6 +43,33 @@ struct ContainerAllocation {
   std::vector<std::string> cdi_devices;
 };
 
+/// What one unit (NodeDevice) needs in a container in its vendor's convention, before it is
+/// merged with other units: the device plugin's AllocateContainer and the DRA driver's CDI
+/// specs (dra/cdi_spec.h) both build on it, so the two paths give a container the same nodes
+/// and variables.
+struct DeviceEdits {
+  /// Nodes of the unit itself: NVIDIA /dev/nvidia<minor> (the physical GPU's, for a MIG device
+  /// too); AMD /dev/dri/card<minor − 128> and /dev/dri/renderD<minor>; Gaudi
+  /// /dev/accel/accel<minor> and /dev/accel/accel_controlD<minor>. Empty when the minor is
+  /// unknown (−1, or below 128 for AMD): the caller decides whether that is an error.
+  std::vector<DeviceNodeSpec> device_nodes;
+  /// Nodes every unit of the vendor needs, shared between units: NVIDIA /dev/nvidiactl,
+  /// /dev/nvidia-uvm, /dev/nvidia-uvm-tools; AMD /dev/kfd; none for Gaudi.
+  std::vector<DeviceNodeSpec> shared_nodes;
+  /// The vendor's visible-devices variable: "NVIDIA_VISIBLE_DEVICES", "HABANA_VISIBLE_DEVICES",
+  /// or "" (AMD: the ROCm runtime sees exactly the nodes it is given).
+  std::string visible_env;
+  /// This unit's entry in visible_env's comma-separated list: NVIDIA the UUID (or with
+  /// `nvidia_by_index` "<gpu>" / "<gpu>:<mig>"), Gaudi the minor; "" when visible_env is "".
+  std::string visible_value;
+};
+
+/// The edits of `device`. NVIDIA host paths are under `dev_root` (NVIDIA's devRoot: where the
+/// host's /dev is, "/" normally); AMD and Gaudi host paths are the container paths (their
+/// plugins have no such setting). Computed, never probed (see allocate.cc). Never throws.
+DeviceEdits EditsOfDevice(const NodeDevice& device, const std::string& dev_root = "/",
+                          bool nvidia_by_index = false);
+
 /// A request the plugin refuses; the message is what the kubelet shows in the pod's
 /// UnexpectedAdmissionError. Maps to gRPC INVALID_ARGUMENT.
 class AllocationError : public std::runtime_error {
