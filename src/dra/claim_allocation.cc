@@ -171,8 +171,8 @@ ClaimAllocation ParseClaimAllocation(const Json& claim, const ClaimRef& ref,
   return out;
 }
 
-ClaimAllocation ParseClaimAllocation(std::string_view json_text, const ClaimRef& ref,
-                                     const std::string& driver) {
+ClaimAllocation ParseClaimAllocationText(std::string_view json_text, const ClaimRef& ref,
+                                         const std::string& driver) {
   Json claim = Json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (claim.is_discarded())
     throw InputError("ResourceClaim " + ref.namespace_ + "/" + ref.name, "",

@@ -76,7 +76,7 @@ ClaimAllocation ParseClaimAllocation(const nlohmann::json& claim, const ClaimRef
                                      const std::string& driver);
 
 /// The same from JSON text; malformed JSON is an InputError too.
-ClaimAllocation ParseClaimAllocation(std::string_view json_text, const ClaimRef& ref,
-                                     const std::string& driver);
+ClaimAllocation ParseClaimAllocationText(std::string_view json_text, const ClaimRef& ref,
+                                         const std::string& driver);
 
 }  // namespace accel::dra
