@@ -275,6 +275,33 @@ void ParseHealth(const std::string& where, const YAML::Node& node, HealthPolicy*
       .Run();
 }
 
+// accel's `nccl:` block. The interface name is checked as Linux names interfaces (IFNAMSIZ,
+// no '/' or whitespace) so a typo fails here instead of in every training pod.
+void ParseNccl(const std::string& where, const YAML::Node& node, NcclWiring* nccl) {
+  YamlMapReader(where, node, "nccl")
+      .On("ibHca", [&](const YAML::Node& v, const std::string& f) {
+        nccl->ib_hca = YamlBool(where, v, f);
+      })
+      .On("socketIfname", [&](const YAML::Node& v, const std::string& f) {
+        std::string name = YamlString(where, v, f);
+        std::string bare = name.empty() || (name.front() != '=' && name.front() != '^')
+                               ? name
+                               : name.substr(1);
+        bool ok = name.empty() ||
+                  (!bare.empty() && bare.size() <= 256 &&
+                   std::none_of(bare.begin(), bare.end(), [](char c) {
+                     return c == '/' || std::isspace(static_cast<unsigned char>(c)) ||
+                            !std::isprint(static_cast<unsigned char>(c));
+                   }));
+        if (!ok) {
+          throw InputError(where, f, "invalid interface name '" + name + "'",
+                           "an interface (eth0), a prefix list (eth,ens) or NCCL's =NAME / ^NAME");
+        }
+        nccl->socket_ifname = name;
+      })
+      .Run();
+}
+
 }  // namespace
 
 PluginConfig ParsePluginConfig(const YAML::Node& node, const std::string& where) {
@@ -293,6 +320,8 @@ PluginConfig ParsePluginConfig(const YAML::Node& node, const std::string& where)
           [&](const YAML::Node& v, const std::string&) { ParseSharing(where, v, &config); })
       .On("health",
           [&](const YAML::Node& v, const std::string&) { ParseHealth(where, v, &config.health); })
+      .On("nccl",
+          [&](const YAML::Node& v, const std::string&) { ParseNccl(where, v, &config.nccl); })
       .On("pluginDir", [&](const YAML::Node& v, const std::string& f) {
         config.plugin_dir = YamlString(where, v, f);
         if (config.plugin_dir.empty() || config.plugin_dir.front() != '/') {

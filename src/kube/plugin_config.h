@@ -2,7 +2,7 @@
 // (time-slicing or MPS), how Allocate names devices, health policy. The YAML reader accepts
 // NVIDIA k8s-device-plugin's config file (version v1: flags.migStrategy, flags.mpsRoot,
 // flags.plugin.*, sharing.timeSlicing, sharing.mps) so existing configs keep working, plus
-// accel's own `health`, `pluginDir` and `flags.mpsControlPath`.
+// accel's own `health`, `pluginDir`, `nccl` and `flags.mpsControlPath`.
 //
 // Plain data; the parser is stateless and thread-safe.
 #pragma once
@@ -93,6 +93,22 @@ struct HealthPolicy {
   int recover_after_seconds = 300;
 };
 
+/// accel's `nccl:` block: NCCL settings Allocate adds to a GPU container, for clusters that run
+/// the RDMA shared device plugin (every HCA mounted into every pod) rather than DRA. Off by
+/// default: an env the pod spec also sets would be overridden by it.
+struct NcclWiring {
+  /// nccl.ibHca: NCCL_IB_HCA="=<HCAs paired with the allocated GPUs>" (accel's GPU↔NIC pairing,
+  /// exact-match '=' prefix), so NCCL uses the NICs beside the pod's GPUs and leaves the
+  /// storage/management NICs alone. NVIDIA and AMD (RCCL) resources only.
+  bool ib_hca = false;
+  /// nccl.socketIfname: NCCL_SOCKET_IFNAME added to the same containers (bootstrap interface,
+  /// e.g. "eth0"; written "=eth0" unless it starts with '=' or '^'); "" = not set.
+  std::string socket_ifname;
+
+  /// Either variable is set.
+  bool enabled() const { return ib_hca || !socket_ifname.empty(); }
+};
+
 struct PluginConfig {
   /// The kubelet's device-plugin directory (kubelet.sock lives there).
   std::string plugin_dir = "/var/lib/kubelet/device-plugins";
@@ -117,6 +133,8 @@ struct PluginConfig {
   /// flags.plugin.sharedDevicesAllocationPolicy.
   ReplicaPolicy replica_policy = ReplicaPolicy::kDistributed;
   HealthPolicy health;
+  /// `nccl:` (accel): NCCL env added at Allocate; off by default.
+  NcclWiring nccl;
 
   /// MPS when sharing.mps has resources, time-slicing when sharing.timeSlicing has, else none
   /// (the file may not name both).
@@ -125,7 +143,8 @@ struct PluginConfig {
   const ReplicatedResources& sharing() const;
 };
 
-/// Reads a config node (NVIDIA's v1 schema + `health` + `pluginDir` + flags.mpsControlPath); a
+/// Reads a config node (NVIDIA's v1 schema + `health` + `pluginDir` + `nccl` +
+/// flags.mpsControlPath); a
 /// null node gives the defaults. NVIDIA keys with no meaning for accel (failOnInitError, gfd.*,
 /// resources, imex, gdrcopy/gds/mofed, nvidiaCTKPath, ...) are accepted and ignored;
 /// nvidiaDriverRoot also serves as dev_root when nvidiaDevRoot is absent (as in NVIDIA's

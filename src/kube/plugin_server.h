@@ -8,6 +8,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,6 +21,12 @@
 
 namespace accel::kube {
 
+/// The HCA each accelerator is paired with for NCCL: canonical PCI address of the physical
+/// device (NodeDevice::pci_address) → "mlx5_0:1" (RDMA device and port). Accelerators without a
+/// usable NIC are absent. Built by the agent from accel's GPU↔NIC pairing
+/// (agent/nccl_hca.h); the kube layer only looks names up.
+using NcclHcaMap = std::map<std::string, std::string>;
+
 /// What every plugin of a node shares. Owned by the caller; must outlive the servers.
 struct PluginNode {
   const std::vector<NodeDevice>* devices = nullptr;
@@ -28,6 +35,9 @@ struct PluginNode {
   /// (preferred allocation then falls back to NUMA locality and index order).
   const devices::Interconnect* interconnect = nullptr;
   DeviceHealth* health = nullptr;
+  /// Paired HCAs for NCCL_IB_HCA at Allocate (config->nccl.ib_hca); null = not added even when
+  /// the config asks (the agent could not pair, e.g. no topology).
+  const NcclHcaMap* nccl_hcas = nullptr;
 };
 
 class DevicePluginServer {

@@ -1,6 +1,9 @@
 #include "kube/plugin_service.h"
 
+#include <algorithm>
+#include <set>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "kube/allocate.h"
@@ -30,6 +33,45 @@ void ToProto(const ContainerAllocation& in, v1beta1::ContainerAllocateResponse* 
     spec->set_permissions(d.permissions);
   }
   for (const std::string& name : in.cdi_devices) out->add_cdi_devices()->set_name(name);
+}
+
+// NCCL_SOCKET_IFNAME's exact-match form, as fabric/training_env.h writes it: "eth0" alone would
+// also match eth01 and eth0.100.
+std::string ExactIfname(const std::string& ifname) {
+  if (ifname.empty() || ifname.front() == '=' || ifname.front() == '^') return ifname;
+  return "=" + ifname;
+}
+
+// The config's `nccl:` env for a container given `ids` (already checked by AllocateContainer).
+// NCCL_IB_HCA lists the HCAs paired with the allocated units' physical GPUs (a MIG device or a
+// replica counts as its GPU), each once, in pair order (the GPUs' PCI order, the order the
+// pairing and CUDA_DEVICE_ORDER=PCI_BUS_ID use), with NCCL's exact-match '=' prefix so mlx5_1
+// does not also select mlx5_10. Gaudi (HCCL) does not read NCCL's variables.
+void AddNcclEnv(const PluginResource& resource, const PluginNode& node,
+                const std::vector<std::string>& ids, ContainerAllocation* out) {
+  const NcclWiring& nccl = node.config->nccl;
+  if (!nccl.enabled() || resource.vendor == devices::Vendor::kHabana) return;
+  if (!nccl.socket_ifname.empty())
+    out->envs["NCCL_SOCKET_IFNAME"] = ExactIfname(nccl.socket_ifname);
+  if (!nccl.ib_hca || node.nccl_hcas == nullptr) return;
+  const std::unordered_set<std::string> wanted(ids.begin(), ids.end());
+  std::set<std::string> gpus;  // canonical addresses sort in PCI order
+  for (const AdvertisedDevice& a : resource.devices) {
+    if (!wanted.count(a.id) || a.device >= node.devices->size()) continue;
+    const std::string& address = (*node.devices)[a.device].pci_address;
+    if (!address.empty()) gpus.insert(address);
+  }
+  std::vector<std::string> hcas;
+  for (const std::string& gpu : gpus) {
+    auto it = node.nccl_hcas->find(gpu);
+    if (it == node.nccl_hcas->end() || it->second.empty()) continue;
+    if (std::find(hcas.begin(), hcas.end(), it->second) == hcas.end()) hcas.push_back(it->second);
+  }
+  // A GPU without a usable NIC adds nothing; with none at all NCCL keeps its own choice.
+  if (hcas.empty()) return;
+  std::string value = "=";
+  for (size_t i = 0; i < hcas.size(); ++i) value += (i ? "," : "") + hcas[i];
+  out->envs["NCCL_IB_HCA"] = value;
 }
 
 }  // namespace
@@ -124,8 +166,10 @@ grpc::Status PluginService::Allocate(grpc::ServerContext*, const v1beta1::Alloca
   for (const v1beta1::ContainerAllocateRequest& c : request->container_requests()) {
     std::vector<std::string> ids(c.devices_ids().begin(), c.devices_ids().end());
     try {
-      ToProto(AllocateContainer(*resource_, *node_.devices, *node_.config, ids),
-              response->add_container_responses());
+      ContainerAllocation allocation =
+          AllocateContainer(*resource_, *node_.devices, *node_.config, ids);
+      AddNcclEnv(*resource_, node_, ids, &allocation);
+      ToProto(allocation, response->add_container_responses());
     } catch (const AllocationError& e) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, e.what());
     } catch (const std::exception& e) {
