@@ -38,6 +38,12 @@ struct AgentStatus {
   bool device_plugin = false;
   /// One entry per MPS-shared resource: its control daemon (empty without sharing.mps).
   std::vector<kube::MpsDaemonStatus> mps;
+  /// The DRA driver runs (dra.enabled).
+  bool dra = false;
+  /// Its driver name.
+  std::string dra_driver;
+  /// The devices it publishes, one line each: "gpu-0  rail 0  0000:18:00.0".
+  std::vector<std::string> dra_devices;
 };
 
 class Agent {

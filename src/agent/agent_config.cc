@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "common/error.h"
+#include "common/strings.h"
 #include "common/structured_file.h"
 #include "common/yaml_config.h"
 #include "devices/open_backends.h"
@@ -74,6 +75,26 @@ void ReadDevicePlugin(const Reader& r, const YAML::Node& node, const std::string
   } else if (has_inline) {
     out->config = kube::ParsePluginConfig(inline_config, r.where + ": " + field + ".config");
   }
+}
+
+/// Checks the dra block and resolves its relative paths against the agent file's directory.
+void CheckDraSection(DraSection* dra, const std::string& source) {
+  if (!IsDnsSubdomain(dra->driver_name) || dra->driver_name.size() > 63)
+    throw InputError(source, "dra.driverName",
+                     "'" + dra->driver_name + "' is not a DNS subdomain of at most 63 characters",
+                     "e.g. driverName: accel.io (DeviceClasses select devices by it)");
+  if (!dra->node_name.empty() && !IsDnsSubdomain(dra->node_name))
+    throw InputError(source, "dra.nodeName", "'" + dra->node_name + "' is not a valid node name",
+                     "leave it empty to take $NODE_NAME or the host name");
+  if (dra->resync_interval.count() < 1000)
+    throw InputError(source, "dra.resyncInterval", "must be at least 1s", "e.g. resyncInterval: 60s");
+  for (auto [key, path] : {std::pair{"dra.registryDir", &dra->registry_dir}, {"dra.cdiDir", &dra->cdi_dir},
+                           {"dra.stateDir", &dra->state_dir}})
+    if (path->empty() || (*path)[0] != '/')
+      throw InputError(source, key, "must be an absolute path", "e.g. " + std::string(key) + ": /var/run/cdi");
+  if (!dra->kubeconfig.empty() && dra->kubeconfig[0] != '/')
+    dra->kubeconfig = (std::filesystem::path(source).parent_path() / dra->kubeconfig).string();
+  if (dra->plugin_dir.empty()) dra->plugin_dir = "/var/lib/kubelet/plugins/" + dra->driver_name;
 }
 
 }  // namespace
@@ -169,7 +190,28 @@ AgentConfig ParseAgentConfig(const std::string& yaml, const std::string& source)
             .On("staleAfter", duration(&c.fleet.stale_after))
             .Run();
       })
+      .On("dra", [&](const YAML::Node& v, const std::string& f) {
+        YamlMapReader(source, v, f)
+            .On("enabled", flag(&c.dra.enabled))
+            .On("driverName", str(&c.dra.driver_name))
+            .On("nodeName", str(&c.dra.node_name))
+            .On("kubeconfig", str(&c.dra.kubeconfig))
+            .On("registryDir", str(&c.dra.registry_dir))
+            .On("pluginDir", str(&c.dra.plugin_dir))
+            .On("cdiDir", str(&c.dra.cdi_dir))
+            .On("stateDir", str(&c.dra.state_dir))
+            .On("publishVfs", flag(&c.dra.publish_vfs))
+            .On("resyncInterval", duration(&c.dra.resync_interval))
+            .On("nccl", [&](const YAML::Node& n, const std::string& nf) {
+              YamlMapReader(source, n, nf)
+                  .On("socketIfname", str(&c.dra.nccl_socket_ifname))
+                  .On("topoFile", str(&c.dra.nccl_topo_file))
+                  .Run();
+            })
+            .Run();
+      })
       .Run();
+  if (c.dra.enabled) CheckDraSection(&c.dra, source);
   if (c.fleet.enabled) {
     if (c.fleet.heartbeat.count() < 1000)
       throw InputError(source, "fleet.heartbeat", "must be at least 1s", "e.g. heartbeat: 30s");

@@ -40,6 +40,20 @@
 //     policyFile: ""                                 # host policy (nova.conf names, docs/fleet.md)
 //     heartbeat: 30s
 //     staleAfter: 90s                                # default (unset): 3 x heartbeat
+//   dra:                                             # Dynamic Resource Allocation driver (docs/dra.md)
+//     enabled: false
+//     driverName: accel.io
+//     nodeName: ""                                   # "" = $NODE_NAME, else the host name
+//     kubeconfig: ""                                 # "" = in-cluster (service account)
+//     registryDir: /var/lib/kubelet/plugins_registry
+//     pluginDir: ""                                  # "" = /var/lib/kubelet/plugins/<driverName>
+//     cdiDir: /var/run/cdi
+//     stateDir: /var/lib/accel/dra                   # the prepared-claims checkpoint
+//     publishVfs: true                               # SR-IOV VFs of RDMA NICs as devices
+//     resyncInterval: 60s                            # re-publish ResourceSlices at least this often
+//     nccl:
+//       socketIfname: eth0                           # NCCL_SOCKET_IFNAME of claims with GPUs+NICs
+//       topoFile: ""                                 # NCCL_TOPO_FILE (inside a VM), mounted into pods
 //
 // Plain data; the parser is stateless and thread-safe.
 #pragma once
@@ -126,6 +140,35 @@ struct FleetSection {
   std::chrono::milliseconds stale_after{0};
 };
 
+/// The DRA driver (resource.k8s.io/v1): ResourceSlices for the node's GPUs, MIG devices and RDMA
+/// NICs, and NodePrepareResources writing CDI specs with NCCL wired (docs/dra.md).
+struct DraSection {
+  bool enabled = false;
+  /// Driver name: a DNS subdomain ≤ 63 characters; DeviceClasses select on it.
+  std::string driver_name = "accel.io";
+  /// The node's Kubernetes name (pool and ResourceSlice nodeName); "" = $NODE_NAME (the
+  /// DaemonSet sets it from spec.nodeName), else the host name.
+  std::string node_name;
+  /// kubeconfig file; "" = in-cluster config (service account). `accel serve --kubeconfig`.
+  std::string kubeconfig;
+  /// The kubelet's plugin watcher directory (registration socket).
+  std::string registry_dir = "/var/lib/kubelet/plugins_registry";
+  /// Where the DRA service socket lives; "" = /var/lib/kubelet/plugins/<driver_name>.
+  std::string plugin_dir;
+  /// CDI spec directory the container runtime reads.
+  std::string cdi_dir = "/var/run/cdi";
+  /// Prepared-claims checkpoint directory (survives agent restarts).
+  std::string state_dir = "/var/lib/accel/dra";
+  /// Publish SR-IOV virtual functions of RDMA NICs as devices.
+  bool publish_vfs = true;
+  /// ResourceSlices are re-published when devices or health change, and at least this often.
+  std::chrono::milliseconds resync_interval{60000};
+  /// NCCL_SOCKET_IFNAME for claims with GPUs and NICs ("" = unset).
+  std::string nccl_socket_ifname = "eth0";
+  /// NCCL_TOPO_FILE for claims (inside a VM: the guest's topology file); "" = none.
+  std::string nccl_topo_file;
+};
+
 struct AgentConfig {
   /// "nvidia", "amd", "habana".
   std::vector<std::string> vendors = {"nvidia", "amd", "habana"};
@@ -137,6 +180,7 @@ struct AgentConfig {
   LabelsSection labels;
   MigSection mig;
   FleetSection fleet;
+  DraSection dra;
 };
 
 /// Parses agent YAML. `source` names the file in errors. Unknown keys, bad durations, unknown

@@ -18,6 +18,8 @@ struct ServeOptions {
   std::string config;
   bool once = false;
   std::string nvml_library, rocm_smi_library, hlml_library, vendors;
+  std::string kubeconfig;
+  bool dra = false;
 };
 
 /// The file, with the command line's overrides on top.
@@ -27,6 +29,8 @@ agent::AgentConfig LoadConfig(const ServeOptions& o) {
   if (!o.rocm_smi_library.empty()) c.rocm_smi_library = o.rocm_smi_library;
   if (!o.hlml_library.empty()) c.hlml_library = o.hlml_library;
   if (!o.vendors.empty()) c.vendors = SplitList(o.vendors);
+  if (o.dra) c.dra.enabled = true;
+  if (!o.kubeconfig.empty()) c.dra.kubeconfig = o.kubeconfig;
   return c;
 }
 
@@ -47,6 +51,10 @@ void PrintSummary(const agent::AgentStatus& s) {
   std::cout << "exporter: " << (s.exporter_port ? "port " + std::to_string(s.exporter_port) : "off")
             << "\n";
   std::cout << "device plugin: " << (s.device_plugin ? "serving" : "off") << "\n";
+  std::cout << "dra: "
+            << (s.dra ? s.dra_driver + ", " + std::to_string(s.dra_devices.size()) + " device(s)" : "off")
+            << "\n";
+  for (const auto& d : s.dra_devices) std::cout << "  " << d << "\n";
   for (const auto& m : s.mps) {
     std::cout << "mps: " << m.resource << ": "
               << (m.up ? "up, pid " + std::to_string(m.pid) : "down: " + m.error) << " ("
@@ -78,6 +86,7 @@ void RegisterServe(CLI::App& app, int* exit_code) {
       "  accel serve --config /etc/accel/agent.yaml\n"
       "  accel serve --config examples/agent/time-slicing.yaml --once   # print what it serves\n"
       "  accel serve --config examples/agent/mps.yaml   # MPS: one control daemon per resource\n"
+      "  accel serve --dra --kubeconfig ~/.kube/config  # DRA driver accel.io (docs/dra.md)\n"
       "  kill -HUP $(pidof accel)                        # reload the config file\n\n"
       "Signals: SIGHUP reloads the file (a bad file is logged and the running config kept);\n"
       "SIGINT/SIGTERM stop: device plugins withdraw their devices and remove their sockets.\n"
@@ -90,6 +99,9 @@ void RegisterServe(CLI::App& app, int* exit_code) {
   cmd->add_option("--rocm-smi-library", o->rocm_smi_library, "overrides libraries.rocmSmi");
   cmd->add_option("--hlml-library", o->hlml_library, "overrides libraries.hlml");
   cmd->add_option("--vendors", o->vendors, "overrides vendors: comma list of nvidia, amd, habana");
+  cmd->add_flag("--dra", o->dra, "run the DRA driver (dra.enabled: true; docs/dra.md)");
+  cmd->add_option("--kubeconfig", o->kubeconfig,
+                  "kubeconfig for the DRA driver's API access (dra.kubeconfig); default: in-cluster");
   cmd->callback([o, exit_code] { *exit_code = RunServe(*o); });
 }
 

@@ -1,5 +1,5 @@
 // The kubelet's view of a DRA claim and what the driver answers for it: the plain data the DRA
-// gRPC service (plugin_server.h) and the claim preparer (prepare.h) exchange, independent of
+// gRPC service (plugin_server.h) and the claim preparer (claim_preparer.h) exchange, independent of
 // the protobuf types and of any API-server client.
 //
 // Plain data; thread-compatible.
