@@ -1,4 +1,6 @@
 // accel fabric env|pod|topo-xml|netconf: settings and configs derived from the pairing.
+// `pod` writes a Kubeflow PyTorchJob (Training Operator v1) or, with -o trainjob, a Trainer v2
+// ClusterTrainingRuntime + TrainJob (device plugin resources or a DRA claim template).
 #include <unistd.h>
 
 #include <cerrno>
@@ -20,6 +22,7 @@
 #include "fabric/guest_topology.h"
 #include "fabric/network_configs.h"
 #include "fabric/nic_ports.h"
+#include "fabric/trainer_v2.h"
 #include "fabric/training_env.h"
 
 namespace accel::cli {
@@ -33,6 +36,9 @@ struct EnvCmdOptions {
   FabricInputs inputs;
   fabric::TrainingOptions training;
   std::string output = "shell";
+  /// pod -o trainjob: the runtime's name and how pods get GPUs and NICs.
+  fabric::TrainerV2Options trainer;
+  std::string claims = "device-plugin";  ///< --claims as typed: device-plugin or dra
 };
 
 struct TopoXmlOptions {
@@ -98,11 +104,44 @@ int RunEnv(EnvCmdOptions opts) {
   }
 }
 
+// A Kubernetes object name Trainer accepts: TrainJob names become JobSet, Job and Service
+// names, so they must be RFC 1035 labels (Trainer's webhook); the runtime and the claim
+// template are DNS subdomains.
+void CheckName(const std::string& flag, const std::string& name, bool label) {
+  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  bool ok = !name.empty() && name.size() <= (label ? 63u : 253u) && alnum(name.front()) &&
+            alnum(name.back()) && (!label || (name.front() >= 'a' && name.front() <= 'z'));
+  for (char c : name) ok = ok && (alnum(c) || c == '-' || (!label && c == '.'));
+  if (!ok) {
+    throw InputError("command line", flag, "'" + name + "' is not a valid Kubernetes name",
+                     label ? "lowercase letters, digits and '-', starting with a letter, at most "
+                             "63 characters"
+                           : "lowercase letters, digits, '-' and '.', at most 253 characters");
+  }
+}
+
 int RunPod(EnvCmdOptions opts) {
   try {
+    const bool trainjob = opts.output == "trainjob";
+    opts.trainer.claims =
+        opts.claims == "dra" ? fabric::ClaimMode::kDra : fabric::ClaimMode::kDevicePlugin;
+    if (!trainjob && opts.trainer.claims == fabric::ClaimMode::kDra)
+      throw InputError("command line", "--claims", "dra is for -o trainjob",
+                       "the PyTorchJob output asks for device plugin resources; use -o trainjob");
+    if (trainjob) {
+      CheckName("--job", opts.training.job_name, true);
+      CheckName("--runtime", opts.trainer.runtime_name, false);
+      if (opts.trainer.claims == fabric::ClaimMode::kDra)
+        CheckName("--claim-template", opts.trainer.claim_template, false);
+    }
     const fabric::Fabric f = LoadForTraining(&opts);
     const fabric::TrainingSettings s = fabric::BuildTrainingSettings(f, opts.training);
-    std::cout << fabric::RenderPyTorchJob(s, f, opts.training);
+    if (trainjob) {
+      std::cout << fabric::RenderTrainerV2(s, opts.training, opts.trainer);
+      PrintWarnings("pod", fabric::TrainerV2Warnings(s, opts.training, opts.trainer));
+    } else {
+      std::cout << fabric::RenderPyTorchJob(s, f, opts.training);
+    }
     PrintWarnings("pod", s.warnings);
     std::cout.flush();
     return kExitOk;
@@ -211,17 +250,26 @@ void RegisterEnv(CLI::App* fabric, int* exit_code) {
 
 void RegisterPod(CLI::App* fabric, int* exit_code) {
   auto opts = std::make_shared<EnvCmdOptions>();
+  opts->output = "pytorchjob";
   CLI::App* cmd = fabric->add_subcommand(
       "pod",
       "A Kubeflow PyTorchJob (kubeflow.org/v1) for the paired GPUs, with a ConfigMap holding\n"
       "the per-rank wrapper: the pod-wide NCCL env, IPC_LOCK, /dev/shm in memory, the GPU and\n"
       "RDMA resources, and a torchrun command that sets UCX_NET_DEVICES per LOCAL_RANK through\n"
       "the wrapper. Edit the image and the training script; apply with kubectl.\n\n"
+      "-o trainjob writes Kubeflow Trainer v2 (trainer.kubeflow.org/v1alpha1) instead: a\n"
+      "ClusterTrainingRuntime carrying the same settings (Trainer injects no vendor env) and a\n"
+      "TrainJob using it. --claims dra asks for GPUs and NICs through a DRA\n"
+      "ResourceClaimTemplate (accel's DRA driver then sets NCCL_IB_HCA per claim) instead of\n"
+      "device plugin resources. Trainer v2 for new clusters; the PyTorchJob for clusters that\n"
+      "run the Training Operator v1.\n\n"
       "Examples:\n"
       "  accel fabric pod --rdma-resource rdma/rdma_shared_device_a --job llm --nodes 4\n"
       "  accel fabric pod --rdma-resource 'nvidia.com/rdma_rail%d' --fabric rail   # per rail\n"
       "  accel fabric pod --topology fixtures/hosts/hgx-h100.json --image "
-      "nvcr.io/nvidia/pytorch:25.01-py3\n\n"
+      "nvcr.io/nvidia/pytorch:25.01-py3\n"
+      "  accel fabric pod -o trainjob --rdma-resource rdma/rdma_shared_device_a --nodes 4\n"
+      "  accel fabric pod -o trainjob --claims dra --claim-template 8-gpus-with-nics --job llm\n\n"
       "--rdma-resource with %d asks for one of each rail (the names `accel fabric netconf`\n"
       "generates). Exit status: 0 written; 2 bad input.");
   AddFabricInputOptions(cmd, &opts->inputs);
@@ -232,11 +280,29 @@ void RegisterPod(CLI::App* fabric, int* exit_code) {
   cmd->add_option("--gpu-resource", opts->training.gpu_resource,
                   "GPU resource name; default from the GPUs' vendor (nvidia.com/gpu, amd.com/gpu)");
   cmd->add_option("--job", opts->training.job_name,
-                  "PyTorchJob name (the ConfigMap is NAME-rank-env)")
+                  "PyTorchJob name (the ConfigMap is NAME-rank-env), or the TrainJob's")
       ->capture_default_str();
   cmd->add_option("--image", opts->training.image, "container image; default a placeholder");
-  cmd->add_option("--nodes", opts->training.nodes, "pods in the job: 1 Master + NODES-1 Workers")
+  cmd->add_option("--nodes", opts->training.nodes,
+                  "pods in the job: 1 Master + NODES-1 Workers (trainjob: numNodes)")
       ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  cmd->add_option("-o,--output", opts->output,
+                  "pytorchjob (Training Operator v1) or trainjob (Trainer v2: "
+                  "ClusterTrainingRuntime + TrainJob)")
+      ->check(CLI::IsMember({"pytorchjob", "trainjob"}))
+      ->capture_default_str();
+  cmd->add_option("--claims", opts->claims,
+                  "trainjob: how pods get GPUs and NICs: device-plugin (resources.limits) or dra "
+                  "(a ResourceClaimTemplate)")
+      ->check(CLI::IsMember({"device-plugin", "dra"}))
+      ->capture_default_str();
+  cmd->add_option("--claim-template", opts->trainer.claim_template,
+                  "--claims dra: the ResourceClaimTemplate of each pod's claim (in the "
+                  "TrainJob's namespace)")
+      ->capture_default_str();
+  cmd->add_option("--runtime", opts->trainer.runtime_name,
+                  "trainjob: name of the ClusterTrainingRuntime")
       ->capture_default_str();
   cmd->callback([opts, exit_code] { *exit_code = RunPod(*opts); });
 }
