@@ -17,7 +17,9 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "devices/device.h"
@@ -117,15 +119,64 @@ struct Inventory {
   std::vector<DraDevice> devices;
   /// Counter sets of MIG-enabled GPUs, in GPU order.
   std::vector<CounterSet> counter_sets;
+  /// What was left out or guessed, for the operator: "MIG device MIG-… has no parent GPU among
+  /// the node's devices: not published", "GPU 0000:1b:00.0: model not in the MIG catalog, slice
+  /// counts taken from the profile names".
+  std::vector<std::string> notes;
 
   /// The device named `name`, or null.
   const DraDevice* Find(const std::string& name) const;
 };
 
+/// Limits of resource.k8s.io/v1 that BuildInventory keeps (platform.md §4.3).
+inline constexpr size_t kMaxAttributeStringLength = 64;    ///< string and version values
+inline constexpr size_t kMaxAttributesAndCapacities = 32;  ///< per device
+inline constexpr size_t kMaxDriverNameLength = 63;
+
+/// The published attribute names (unqualified ones are the driver's own: `accel.io/rail` in
+/// a claim). Standard ones are qualified.
+inline constexpr const char* kAttrPciBusId = "resource.kubernetes.io/pciBusID";
+inline constexpr const char* kAttrPcieRoot = "resource.kubernetes.io/pcieRoot";
+inline constexpr const char* kAttrNumaNode = "resource.kubernetes.io/numaNode";
+
+/// `version` as a semantic version (semver.org 2.0.0) the API server accepts, or nullopt.
+/// Vendor driver versions are close to it but not quite: NVIDIA "580.95.05" (a leading zero)
+/// becomes "580.95.5" as NVIDIA's own DRA driver publishes it, "550.54" becomes "550.54.0",
+/// Gaudi "1.18.0-ee698fb" stays as it is. Refused: more than three numeric parts ("6.8.5.1"),
+/// non-numeric parts, empty identifiers, more than 64 characters.
+std::optional<std::string> NormalizeSemver(std::string_view version);
+
+/// `s` cut to at most `max` bytes without splitting a UTF-8 sequence.
+std::string TruncateUtf8(std::string_view s, size_t max = kMaxAttributeStringLength);
+
 /// Builds the inventory of a node: `node_devices` from the vendor backends, `host` for the PCI
 /// tree (pcieRoot, PCIe switch, NUMA), `ports` from fabric::ReadNicPorts (empty = unknown:
 /// every RDMA port assumed active). Throws InputError when options.driver or node_name is not a
 /// valid name.
+///
+/// Published devices and attributes (docs/dra.md):
+///  - every whole accelerator ("gpu-<i>", i in PCI order): `type` "gpu" (Gaudi HPUs too),
+///    `vendor` ("nvidia", "amd", "habana"), `model` and `productName` (the product name),
+///    `uuid` (vendor id, when it is not just the PCI address), `index` (the vendor library's
+///    index), `driverVersion` (a version, when NormalizeSemver accepts it), `migEnabled`;
+///    capacity `memory` when known;
+///  - each MIG device of a MIG-enabled GPU, right after its GPU: `type` "mig", `profile`,
+///    `parentUUID`, `parentIndex`, `uuid`, the GPU's vendor/model/driver attributes; capacity
+///    `memory`. The GPU and its MIG devices consume counter set "gpu-<i>-counters"
+///    (`memory-slices`, `compute-slices` from sharing::MigCatalog, `memory` in bytes): the
+///    whole GPU takes all of it, each MIG device its profile's share;
+///  - every RDMA port fabric pairing found ("nic-<j>"), and with include_vfs its SR-IOV VFs
+///    ("nic-<j>-vf-<k>"): `type` "nic", `vendor` ("mellanox", "broadcom", ... when the PCI
+///    vendor is known), `model`, `rdmaDevice`, `port`, `netdev`, `linkLayer`, `sriovVf`,
+///    `pfName` (a VF's PF RDMA device);
+///  - on all, when known: resource.kubernetes.io/pciBusID, .../pcieRoot ("pci0000:15"),
+///    .../numaNode; and the pairing: `rail` (GPU and its NIC: the NIC's index in
+///    Fabric::UsedNics; MIG devices inherit their GPU's, VFs their PF's unless pairing used the
+///    VF itself), `pathType` ("PIX", "PXB", "PHB", "SYS": GPU to its NIC; for a NIC the closest
+///    of its GPUs), `pcieSwitch` (address of the PCIe switch port the GPU and its NIC are both
+///    under, only when the path is PIX or PXB).
+/// NVLink cliques are not published: the node devices carry no fabric/clique data yet.
+/// String values are cut to 64 bytes. Same inputs give the same inventory.
 Inventory BuildInventory(const std::vector<kube::NodeDevice>& node_devices,
                          const topology::HostTopology& host, const std::vector<fabric::NicPort>& ports,
                          const InventoryOptions& options);
