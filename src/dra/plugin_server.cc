@@ -446,7 +446,9 @@ grpc::Status Core::ServeHealth(grpc::ServerContext* context, grpc::ServerWriter<
       continue;
     }
     if (context->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled");
-    health_changed.wait_for(lock, kCancelPoll);
+    auto wait = std::chrono::duration_cast<std::chrono::steady_clock::duration>(kCancelPoll);
+    if (resend.count() > 0) wait = std::min(wait, sent_at + resend - now);
+    health_changed.wait_for(lock, wait);
   }
   return grpc::Status::OK;
 }

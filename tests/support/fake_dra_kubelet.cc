@@ -222,6 +222,12 @@ std::string FakeDraKubelet::Register(const std::string& registration_socket) {
   }
   std::shared_ptr<grpc::Channel> endpoint;
   if (reason.empty()) {
+    std::error_code ec;
+    if (!std::filesystem::is_socket(plugin.endpoint, ec)) {
+      reason = "the endpoint " + plugin.endpoint + " is not a socket";
+    }
+  }
+  if (reason.empty()) {
     endpoint = Dial(plugin.endpoint);
     if (!endpoint->WaitForConnected(In(kDialTimeout))) {
       reason = "cannot connect to the endpoint " + plugin.endpoint;

@@ -69,7 +69,7 @@ class FakeDraKubelet {
 
   /// The plugin watcher's handshake with one registration socket: GetInfo; validation (type
   /// "DRAPlugin", a non-empty name, an absolute endpoint, at least one known version); a dial
-  /// of the endpoint (it must accept a connection within a few seconds); then
+  /// of the endpoint (it must be a socket and accept a connection within a few seconds); then
   /// NotifyRegistrationStatus(true), or (false, reason) when validation or the dial failed.
   /// Returns "" when registered, else the reason (a transport error included). A successful
   /// registration replaces the known plugin.
