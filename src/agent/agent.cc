@@ -10,6 +10,7 @@
 
 #include "agent/agent_internal.h"
 #include "agent/fleet_publisher.h"
+#include "agent/nccl_hca.h"
 #include "common/error.h"
 #include "devices/interconnect.h"
 #include "devices/nvml_links.h"
@@ -107,6 +108,7 @@ struct Running {
   std::vector<kube::PluginResource> resources;
   kube::Labels labels;
   devices::Interconnect interconnect;
+  kube::NcclHcaMap nccl_hcas;  ///< the device plugin's NCCL_IB_HCA map (devicePlugin.config nccl.ibHca)
   std::unique_ptr<kube::DeviceHealth> health;
   std::unique_ptr<telemetry::Collector> collector;
   std::unique_ptr<telemetry::MetricsServer> server;
@@ -168,6 +170,8 @@ std::unique_ptr<Running> Agent::Impl::Build(const AgentConfig& config) {
   if (config.device_plugin.enabled) {
     r->interconnect = devices::PcieInterconnect(r->host, PhysicalAddresses(r->devices));
     AddNvlinkPeers(backends, r->devices, &r->interconnect, log);
+    if (config.device_plugin.config.nccl.ib_hca)
+      r->nccl_hcas = NcclHcaMapForNode(r->host, config.topology, log);
     r->health = std::make_unique<kube::DeviceHealth>(r->devices, config.device_plugin.config.health);
     // The collector is the only reader of the devices and their events: health rides on it.
     kube::DeviceHealth* health = r->health.get();
@@ -229,7 +233,7 @@ void Agent::Impl::StartServing(Running* r) {
   }
   if (config.device_plugin.enabled && internal::PathExists(pc.plugin_dir)) {
     kube::PluginNode node{&r->devices, &config.device_plugin.config, &r->interconnect,
-                          r->health.get()};
+                          r->health.get(), pc.nccl.ib_hca ? &r->nccl_hcas : nullptr};
     r->plugins = std::make_unique<kube::DevicePluginManager>(node);
     r->plugins->Start(r->resources, [l = log](const std::string& line) { l("device plugin: " + line); });
     log("device plugin: " + std::to_string(r->resources.size()) + " resource(s) in " + pc.plugin_dir);
