@@ -97,7 +97,9 @@ class DraPluginServer {
   int CheckSockets();
 
   /// Replaces the health of every device (the complete list, any order; devices are keyed by
-  /// pool and device name). Open streams send the new list when it differs from the last one.
+  /// pool and device name). Open streams send the whole new list when the device set, a health
+  /// or a message changed; a newer last_updated_time alone is kept and rides along with the next
+  /// message (a resend or a change). Callable before Start (the first stream sends it).
   void SetHealth(std::vector<DeviceHealthEntry> devices);
   /// The current list, as the last SetHealth gave it.
   std::vector<DeviceHealthEntry> health() const;
