@@ -5,7 +5,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <cstdint>
+#include <iterator>
 #include <string>
+#include <vector>
 
 #include "common/error.h"
 #include "support/scoped_env.h"
@@ -209,6 +212,46 @@ TEST(InClusterConfigTest, OutsideAPodTheErrorSaysSo) {
     FAIL();
   } catch (const InputError& e) {
     EXPECT_NE(e.where().find("serviceaccount/token"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace accel::kubeapi
+
+namespace accel::kubeapi {
+namespace {
+
+// The fuzz corpus and deterministic mutations of it: only InputError may escape.
+TEST(KubeconfigTest, CorpusAndMutationsOnlyThrowInputError) {
+  std::vector<std::string> seeds;
+  for (const auto& entry : fs::directory_iterator(std::string(ACCEL_SOURCE_DIR) + "/fuzz/corpus/kubeconfig")) {
+    std::ifstream in(entry.path(), std::ios::binary);
+    seeds.emplace_back((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  }
+  ASSERT_FALSE(seeds.empty());
+  uint32_t state = 12345;
+  const auto next = [&state] {
+    state = state * 1664525u + 1013904223u;
+    return state >> 8;
+  };
+  const std::string alphabet = ":-[]{}\n \"'#&*!|>%@`,?=/.\\0aZ9";
+  for (int i = 0; i < 3000; ++i) {
+    std::string text = seeds[next() % seeds.size()];
+    for (int edits = 1 + static_cast<int>(next() % 4); edits > 0 && !text.empty(); --edits) {
+      const size_t at = next() % text.size();
+      switch (next() % 3) {
+        case 0: text[at] = alphabet[next() % alphabet.size()]; break;
+        case 1: text.erase(at, 1 + next() % 8); break;
+        default: text.insert(at, 1, alphabet[next() % alphabet.size()]); break;
+      }
+    }
+    try {
+      ParseKubeconfig(text, "kc", "/base");
+      ParseKubeconfig(text, "kc", "/base", "other");
+    } catch (const InputError&) {
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "not an InputError: " << e.what() << "\n" << text;
+    }
   }
 }
 
