@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "agent/agent_internal.h"
+#include "agent/dra_driver.h"
 #include "agent/fleet_publisher.h"
 #include "agent/nccl_hca.h"
 #include "common/error.h"
@@ -116,6 +117,7 @@ struct Running {
   std::unique_ptr<kube::DevicePluginManager> plugins;
   std::unique_ptr<internal::LabelWriter> label_writer;
   std::unique_ptr<internal::FleetPublisher> fleet;
+  std::unique_ptr<internal::DraDriver> dra;
 };
 
 struct Agent::Impl {
@@ -159,7 +161,7 @@ std::unique_ptr<Running> Agent::Impl::Build(const AgentConfig& config) {
   // The node's allocatable devices, resources, labels and health serve the device plugin and
   // the labels. The exporter alone needs none of them, and discovery reads each device on this
   // thread, where a hung vendor call would hang start-up; the collector's workers read instead.
-  if (config.device_plugin.enabled || config.labels.enabled) {
+  if (config.device_plugin.enabled || config.labels.enabled || config.dra.enabled) {
     std::vector<devices::DeviceBackend*> raw;
     for (auto& b : backends) raw.push_back(b.get());
     r->devices = kube::DiscoverNodeDevices(raw);
@@ -172,6 +174,9 @@ std::unique_ptr<Running> Agent::Impl::Build(const AgentConfig& config) {
     AddNvlinkPeers(backends, r->devices, &r->interconnect, log);
     if (config.device_plugin.config.nccl.ib_hca)
       r->nccl_hcas = NcclHcaMapForNode(r->host, config.topology, log);
+  }
+  // Health (XIDs, lost devices) serves both the device plugin and the DRA driver.
+  if (config.device_plugin.enabled || config.dra.enabled) {
     r->health = std::make_unique<kube::DeviceHealth>(r->devices, config.device_plugin.config.health);
     // The collector is the only reader of the devices and their events: health rides on it.
     kube::DeviceHealth* health = r->health.get();
@@ -249,10 +254,19 @@ void Agent::Impl::StartServing(Running* r) {
     r->fleet = std::make_unique<internal::FleetPublisher>(config.fleet, config.topology, r->host, log);
     r->fleet->Start();
   }
+  if (config.dra.enabled) {
+    // RDMA ports are read from sysfs when the topology is the live machine's (or a host root
+    // other than / was named: a test's fake machine, a container mounting the host elsewhere).
+    const bool ports = config.topology == "live" || config.dra.host_root != "/";
+    internal::DraInputs inputs{&r->host, &r->devices, r->health.get(), ports ? config.dra.host_root : ""};
+    r->dra = std::make_unique<internal::DraDriver>(config.dra, inputs, log);
+    r->dra->Start();
+  }
 }
 
 bool Agent::Impl::Tear(std::unique_ptr<Running> r) {
   if (!r) return true;
+  if (r->dra) r->dra->Stop();  // the kubelet deregisters us before anything else goes
   if (r->fleet) r->fleet->Stop();
   if (r->label_writer) r->label_writer->Stop();
   if (r->plugins) r->plugins->Stop();  // empty lists to the kubelet, sockets removed
@@ -326,6 +340,11 @@ AgentStatus Agent::status() const {
   s.exporter_port = r->server ? r->server->port() : 0;
   s.device_plugin = r->plugins != nullptr;
   if (r->mps) s.mps = r->mps->status();
+  if (r->dra) {
+    s.dra = true;
+    s.dra_driver = r->config.dra.driver_name;
+    s.dra_devices = r->dra->DeviceLines();
+  }
   return s;
 }
 

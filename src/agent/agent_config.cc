@@ -89,7 +89,7 @@ void CheckDraSection(DraSection* dra, const std::string& source) {
   if (dra->resync_interval.count() < 1000)
     throw InputError(source, "dra.resyncInterval", "must be at least 1s", "e.g. resyncInterval: 60s");
   for (auto [key, path] : {std::pair{"dra.registryDir", &dra->registry_dir}, {"dra.cdiDir", &dra->cdi_dir},
-                           {"dra.stateDir", &dra->state_dir}})
+                           {"dra.stateDir", &dra->state_dir}, {"dra.hostRoot", &dra->host_root}})
     if (path->empty() || (*path)[0] != '/')
       throw InputError(source, key, "must be an absolute path", "e.g. " + std::string(key) + ": /var/run/cdi");
   if (!dra->kubeconfig.empty() && dra->kubeconfig[0] != '/')
@@ -201,6 +201,7 @@ AgentConfig ParseAgentConfig(const std::string& yaml, const std::string& source)
             .On("cdiDir", str(&c.dra.cdi_dir))
             .On("stateDir", str(&c.dra.state_dir))
             .On("publishVfs", flag(&c.dra.publish_vfs))
+            .On("hostRoot", str(&c.dra.host_root))
             .On("resyncInterval", duration(&c.dra.resync_interval))
             .On("nccl", [&](const YAML::Node& n, const std::string& nf) {
               YamlMapReader(source, n, nf)

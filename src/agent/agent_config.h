@@ -50,6 +50,7 @@
 //     cdiDir: /var/run/cdi
 //     stateDir: /var/lib/accel/dra                   # the prepared-claims checkpoint
 //     publishVfs: true                               # SR-IOV VFs of RDMA NICs as devices
+//     hostRoot: /                                    # where the host's /sys and /dev are seen
 //     resyncInterval: 60s                            # re-publish ResourceSlices at least this often
 //     nccl:
 //       socketIfname: eth0                           # NCCL_SOCKET_IFNAME of claims with GPUs+NICs
@@ -161,6 +162,9 @@ struct DraSection {
   std::string state_dir = "/var/lib/accel/dra";
   /// Publish SR-IOV virtual functions of RDMA NICs as devices.
   bool publish_vfs = true;
+  /// Where the host's /sys, /dev and /proc are seen: RDMA ports and uverbs nodes are read
+  /// below it ("/" in a privileged pod or on the host; "/host" when the host is mounted there).
+  std::string host_root = "/";
   /// ResourceSlices are re-published when devices or health change, and at least this often.
   std::chrono::milliseconds resync_interval{60000};
   /// NCCL_SOCKET_IFNAME for claims with GPUs and NICs ("" = unset).

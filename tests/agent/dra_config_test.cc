@@ -1,0 +1,82 @@
+// The agent's dra: block: defaults, every key, and refusals that name the key.
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "agent/agent_config.h"
+#include "common/error.h"
+
+namespace accel::agent {
+namespace {
+
+TEST(AgentDraConfig, OffByDefaultWithTheKubeletsPaths) {
+  DraSection d = ParseAgentConfig("", "agent.yaml").dra;
+  EXPECT_FALSE(d.enabled);
+  EXPECT_EQ(d.driver_name, "accel.io");
+  EXPECT_EQ(d.registry_dir, "/var/lib/kubelet/plugins_registry");
+  EXPECT_EQ(d.cdi_dir, "/var/run/cdi");
+  EXPECT_EQ(d.state_dir, "/var/lib/accel/dra");
+  EXPECT_EQ(d.host_root, "/");
+  EXPECT_TRUE(d.publish_vfs);
+  EXPECT_EQ(d.nccl_socket_ifname, "eth0");
+}
+
+TEST(AgentDraConfig, ParsesTheBlock) {
+  DraSection d = ParseAgentConfig(R"(
+dra:
+  enabled: true
+  driverName: gpu.example.com
+  nodeName: gpu-node-7
+  kubeconfig: kube/config
+  registryDir: /k/plugins_registry
+  cdiDir: /etc/cdi
+  stateDir: /var/lib/x
+  publishVfs: false
+  hostRoot: /host
+  resyncInterval: 5m
+  nccl: {socketIfname: bond0, topoFile: /etc/accel/nccl-topo.xml}
+)", "/etc/accel/agent.yaml").dra;
+  EXPECT_TRUE(d.enabled);
+  EXPECT_EQ(d.driver_name, "gpu.example.com");
+  EXPECT_EQ(d.node_name, "gpu-node-7");
+  EXPECT_EQ(d.kubeconfig, "/etc/accel/kube/config");  // relative to the agent file
+  EXPECT_EQ(d.plugin_dir, "/var/lib/kubelet/plugins/gpu.example.com");
+  EXPECT_EQ(d.registry_dir, "/k/plugins_registry");
+  EXPECT_EQ(d.cdi_dir, "/etc/cdi");
+  EXPECT_EQ(d.state_dir, "/var/lib/x");
+  EXPECT_FALSE(d.publish_vfs);
+  EXPECT_EQ(d.host_root, "/host");
+  EXPECT_EQ(d.resync_interval.count(), 300000);
+  EXPECT_EQ(d.nccl_socket_ifname, "bond0");
+  EXPECT_EQ(d.nccl_topo_file, "/etc/accel/nccl-topo.xml");
+}
+
+TEST(AgentDraConfig, RefusesBadValuesNamingTheKey) {
+  struct Case {
+    const char* yaml;
+    const char* field;
+  } cases[] = {
+      {"dra: {enabled: true, driverName: Accel_IO}", "dra.driverName"},
+      {"dra: {enabled: true, driverName: a-very-long-driver-name-that-is-longer-than-sixty-three.example.com}",
+       "dra.driverName"},
+      {"dra: {enabled: true, nodeName: 'node 1'}", "dra.nodeName"},
+      {"dra: {enabled: true, resyncInterval: 10ms}", "dra.resyncInterval"},
+      {"dra: {enabled: true, cdiDir: cdi}", "dra.cdiDir"},
+      {"dra: {enabled: true, stateDir: ''}", "dra.stateDir"},
+      {"dra: {enabled: true, hostRoot: host}", "dra.hostRoot"},
+      {"dra: {enabled: yes-please}", "dra.enabled"},
+      {"dra: {enabeld: true}", "dra.enabeld"},
+      {"dra: {nccl: {ifname: eth0}}", "dra.nccl.ifname"},
+  };
+  for (const Case& c : cases) {
+    try {
+      ParseAgentConfig(c.yaml, "agent.yaml");
+      ADD_FAILURE() << "expected InputError for " << c.yaml;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(c.field), std::string::npos) << c.yaml << " -> " << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace accel::agent
