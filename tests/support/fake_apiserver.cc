@@ -418,6 +418,9 @@ nlohmann::json FakeApiServer::Put(const std::string& path, nlohmann::json object
   if (!object.is_object()) object = nlohmann::json::object();
   if (!object.contains("metadata") || !object["metadata"].is_object()) object["metadata"] = nlohmann::json::object();
   object["metadata"].erase("resourceVersion");
+  // Replacing a seeded object keeps its identity unless the test gives another.
+  if (const auto it = impl_->objects.find(a.ItemKey()); it != impl_->objects.end() && !object["metadata"].contains("uid"))
+    object["metadata"]["uid"] = it->second["metadata"]["uid"];
   return impl_->StoreNew(a, std::move(object));
 }
 

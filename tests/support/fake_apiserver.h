@@ -74,8 +74,8 @@ class FakeApiServer {
   kubeapi::KubeConfig Config(const std::string& token = "") const;
 
   /// Seeds or replaces the object at item `path`, as if created there: sets metadata.name and
-  /// namespace from the path, keeps a uid/resourceVersion it already has (or sets fresh ones),
-  /// bumps resourceVersion. Requests are not recorded for it. Returns the stored object.
+  /// namespace from the path, keeps the uid it has (or the replaced object's, or a fresh one),
+  /// sets a new resourceVersion. Requests are not recorded for it. Returns the stored object.
   nlohmann::json Put(const std::string& path, nlohmann::json object);
   /// The stored object at item `path`, or std::nullopt.
   std::optional<nlohmann::json> Get(const std::string& path) const;
