@@ -138,7 +138,22 @@ nlohmann::ordered_json Ordered(const nlohmann::json& slice) {
       if (spec.contains(key)) s[key] = nlohmann::ordered_json::parse(spec[key].dump());
     }
     for (auto it = spec.begin(); it != spec.end(); ++it) {
-      if (!s.contains(it.key())) s[it.key()] = nlohmann::ordered_json::parse(it.value().dump());
+      if (s.contains(it.key())) continue;
+      if (it.value().is_array()) {
+        // Devices and counter sets: "name" first, as kubectl prints them.
+        nlohmann::ordered_json list = nlohmann::ordered_json::array();
+        for (const nlohmann::json& item : it.value()) {
+          nlohmann::ordered_json o;
+          if (item.is_object() && item.contains("name")) o["name"] = item["name"].get<std::string>();
+          for (auto f = item.begin(); item.is_object() && f != item.end(); ++f) {
+            if (f.key() != "name") o[f.key()] = nlohmann::ordered_json::parse(f.value().dump());
+          }
+          list.push_back(item.is_object() ? o : nlohmann::ordered_json::parse(item.dump()));
+        }
+        s[it.key()] = std::move(list);
+      } else {
+        s[it.key()] = nlohmann::ordered_json::parse(it.value().dump());
+      }
     }
     out["spec"] = std::move(s);
   }

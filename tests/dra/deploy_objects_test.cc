@@ -153,7 +153,9 @@ TEST(DeployObjects, TemplatesUseExistingClassesAndPublishedConstraintAttributes)
     EXPECT_LE(devices["constraints"].size(), 32u);
     for (const YAML::Node& c : devices["constraints"]) {
       for (const char* key : {"matchAttribute", "distinctAttribute"}) {
-        if (c[key]) EXPECT_TRUE(published.count(c[key].as<std::string>())) << name << " " << c[key];
+        if (c[key]) {
+          EXPECT_TRUE(published.count(c[key].as<std::string>())) << name << " " << c[key];
+        }
       }
       for (const YAML::Node& r : c["requests"]) {
         EXPECT_TRUE(requests.count(r.as<std::string>())) << name << ": unknown request " << r;

@@ -51,7 +51,9 @@ void ExpectWithinLimits(const Inventory& inv) {
     EXPECT_LE(d.consumes_counters.size(), 2u) << d.name;
     for (const auto& [name, v] : d.attributes) {
       EXPECT_LE(v.string_value.size(), kMaxAttributeStringLength) << d.name << " " << name;
-      if (name.find('/') == std::string::npos) EXPECT_LE(name.size(), 32u) << name;
+      if (name.find('/') == std::string::npos) {
+        EXPECT_LE(name.size(), 32u) << name;
+      }
     }
   }
 }
