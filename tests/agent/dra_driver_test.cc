@@ -1,0 +1,317 @@
+// accel serve with dra.enabled, end to end on the fake HGX H100 (8 GPUs through the fake NVML,
+// the host fixture's RDMA NICs on a fake sysfs): ResourceSlices on an in-test API server, the
+// kubelet's registration and NodePrepareResources through an in-test kubelet, CDI specs with
+// NCCL wired, a bad claim beside a good one, an agent restart with a prepared claim, and a GPU
+// that falls off the bus leaving the pool and reported unhealthy.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "agent/agent.h"
+#include "agent/agent_config.h"
+#include "support/fake_apiserver.h"
+#include "support/fake_dra_kubelet.h"
+#include "support/fake_nvml_config.h"
+#include "support/fake_nvml_setup.h"
+#include "support/fake_sysfs.h"
+#include "topology/sources.h"
+
+namespace accel::agent {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const char kSlices[] = "/apis/resource.k8s.io/v1/resourceslices";
+const char kClaims[] = "/apis/resource.k8s.io/v1/namespaces/team-a/resourceclaims/";
+
+std::string ReadAll(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+/// Polls `done` every 20 ms for up to `limit`.
+template <typename F>
+bool WaitFor(F done, std::chrono::milliseconds limit = std::chrono::seconds(30)) {
+  auto until = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < until) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return done();
+}
+
+class AgentDra : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::path(::testing::TempDir()) / ("accel-dra-agent-" + std::to_string(getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "reg");
+    host_ = topology::LoadTopology(std::string(ACCEL_SOURCE_DIR) + "/fixtures/hosts/hgx-h100.json");
+    // The machine's sysfs: RDMA ports ACTIVE, and a uverbs node per RDMA device (the CDI spec
+    // hands /dev/infiniband/uverbsN to the container).
+    accel::testing::WriteFakeSysfs(host_, (dir_ / "root").string());
+    int n = 0;
+    for (const auto& d : host_.pci)
+      for (const auto& rdma : d.rdma_devices)
+        accel::testing::WriteFakeFile((dir_ / "root").string(),
+                                      "sys/class/infiniband_verbs/uverbs" + std::to_string(n++) + "/ibdev", rdma);
+    api_.Put("/api/v1/nodes/node-a", {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", "node-a"}}}});
+    std::ofstream(dir_ / "kubeconfig") << "apiVersion: v1\nkind: Config\n"
+                                       << "clusters: [{name: t, cluster: {server: '" << api_.url() << "'}}]\n"
+                                       << "users: [{name: u, user: {token: secret}}]\n"
+                                       << "contexts: [{name: c, context: {cluster: t, user: u}}]\n"
+                                       << "current-context: c\n";
+    api_.RequireToken("secret");
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  /// Eight whole H100s at the fixture's addresses; `extra[i]` merged into GPU i.
+  void UseGpus(const std::map<int, json>& extra = {}) {
+    json gpus = json::array();
+    for (int i = 0; i < 8; ++i) {
+      json gpu = test_support::FakeH100(i, test_support::kHgxH100Gpus[i]);
+      if (extra.count(i)) gpu.update(extra.at(i));
+      gpus.push_back(gpu);
+    }
+    nvml_.Write(test_support::FakeNvmlConfig(gpus));
+  }
+
+  AgentConfig Config() {
+    std::ostringstream y;
+    y << "vendors: [nvidia]\n"
+      << "libraries: {nvml: " << ACCEL_FAKE_NVML << "}\n"
+      << "topology: " << ACCEL_SOURCE_DIR << "/fixtures/hosts/hgx-h100.json\n"
+      << "exporter: {enabled: false, collectInterval: 200ms, pods: never}\n"
+      << "devicePlugin: {enabled: false, config: {health: {recoverAfterSeconds: 3600}}}\n"
+      << "labels: {enabled: false}\n"
+      << "dra:\n  enabled: true\n  nodeName: node-a\n"
+      << "  kubeconfig: " << (dir_ / "kubeconfig").string() << "\n"
+      << "  registryDir: " << (dir_ / "reg").string() << "\n"
+      << "  pluginDir: " << (dir_ / "plugin").string() << "\n"
+      << "  cdiDir: " << (dir_ / "cdi").string() << "\n"
+      << "  stateDir: " << (dir_ / "state").string() << "\n"
+      << "  hostRoot: " << (dir_ / "root").string() << "\n"
+      << "  resyncInterval: 1s\n";
+    return ParseAgentConfig(y.str(), "test.yaml");
+  }
+
+  /// Every published device by name, with its slice's pool generation.
+  std::map<std::string, json> Published(long long* generation = nullptr) {
+    std::map<std::string, json> out;
+    for (const json& slice : api_.List(kSlices)) {
+      if (generation) *generation = slice["spec"]["pool"]["generation"].get<long long>();
+      for (const json& d : slice["spec"].value("devices", json::array())) out[d["name"]] = d;
+    }
+    return out;
+  }
+
+  /// The device's rail; -1 when it has none (a storage NIC pairing left out).
+  static int Rail(const json& device) {
+    const json& a = device.at("attributes");
+    return a.contains("rail") ? a.at("rail").at("int").get<int>() : -1;
+  }
+
+  /// A claim allocated `devices` (request "gpu" for GPUs, "nic" for NICs) on node-a's pool.
+  json Claim(const std::string& name, const std::string& uid, const std::vector<std::string>& devices) {
+    json results = json::array();
+    for (const auto& d : devices)
+      results.push_back({{"request", d.rfind("gpu", 0) == 0 ? "gpu" : "nic"},
+                         {"driver", "accel.io"},
+                         {"pool", "node-a"},
+                         {"device", d}});
+    json claim = {{"apiVersion", "resource.k8s.io/v1"},
+                  {"kind", "ResourceClaim"},
+                  {"metadata", {{"name", name}, {"namespace", "team-a"}, {"uid", uid}}},
+                  {"spec", {{"devices", {{"requests", json::array()}}}}},
+                  {"status", {{"allocation", {{"devices", {{"results", results}}}}}}}};
+    return api_.Put(kClaims + name, claim);
+  }
+
+  std::vector<std::string> log_;
+  Agent::Log Log() {
+    return [this](const std::string& line) { log_.push_back(line); };
+  }
+  std::string Logged() const {
+    std::string all;
+    for (const auto& l : log_) all += l + "\n";
+    return all;
+  }
+
+  fs::path dir_;
+  topology::HostTopology host_;
+  test_support::FakeApiServer api_;
+  test_support::FakeNvmlConfigFile nvml_;
+};
+
+TEST_F(AgentDra, PublishesRegistersAndPreparesAnAlignedClaim) {
+  UseGpus();
+  Agent agent(Log());
+  agent.Start(Config());
+  AgentStatus status = agent.status();
+  EXPECT_TRUE(status.dra);
+  EXPECT_EQ(status.dra_driver, "accel.io");
+
+  // Slices: 8 GPUs and the NICs, each GPU on the rail of the NIC pairing chose for it.
+  std::map<std::string, json> devices = Published();
+  std::vector<std::string> gpus, nics;
+  for (const auto& [name, d] : devices) (name.rfind("gpu-", 0) == 0 ? gpus : nics).push_back(name);
+  ASSERT_EQ(gpus.size(), 8u) << Logged();
+  ASSERT_GE(nics.size(), 8u);
+  std::set<int> rails;
+  for (const auto& g : gpus) rails.insert(Rail(devices[g]));
+  EXPECT_EQ(rails.size(), 8u) << "one rail per GPU on the HGX";
+  for (const json& slice : api_.List(kSlices)) {
+    EXPECT_EQ(slice["spec"]["nodeName"], "node-a");
+    EXPECT_EQ(slice["spec"]["driver"], "accel.io");
+    ASSERT_TRUE(slice["metadata"].contains("ownerReferences"));
+    EXPECT_EQ(slice["metadata"]["ownerReferences"][0]["kind"], "Node");
+  }
+
+  // The kubelet finds the registration socket and registers the driver.
+  test_support::FakeDraKubelet kubelet((dir_ / "reg").string());
+  EXPECT_EQ(kubelet.Scan(), 1);
+  ASSERT_TRUE(kubelet.plugin().has_value()) << kubelet.last_error();
+  EXPECT_EQ(kubelet.plugin()->type, "DRAPlugin");
+  EXPECT_EQ(kubelet.plugin()->name, "accel.io");
+  ASSERT_TRUE(WaitFor([&] { return kubelet.registrations() >= 1; }));
+
+  // 8 GPUs each with its NIC (the devices a rail-matched claim gets), and a claim naming a
+  // device this node does not publish, in one call: the bad one fails alone.
+  std::vector<std::string> aligned = gpus;
+  for (const auto& n : nics) {
+    const int rail = Rail(devices[n]);
+    if (rail >= 0 && devices[n]["attributes"].value("sriovVf", json{{"bool", false}})["bool"] == false &&
+        std::any_of(gpus.begin(), gpus.end(), [&](const std::string& g) { return Rail(devices[g]) == rail; }))
+      aligned.push_back(n);
+  }
+  ASSERT_EQ(aligned.size(), 16u);
+  Claim("train", "uid-train", aligned);
+  Claim("bad", "uid-bad", {"gpu-0", "gpu-99"});
+  std::map<std::string, dra::PrepareResult> answers;
+  grpc::Status st = kubelet.Prepare({{"team-a", "uid-train", "train"}, {"team-a", "uid-bad", "bad"}},
+                                    test_support::DraVersion::kV1, &answers);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  ASSERT_EQ(answers.size(), 2u);
+  EXPECT_EQ(answers["uid-train"].error, "");
+  EXPECT_EQ(answers["uid-train"].devices.size(), 16u);
+  EXPECT_NE(answers["uid-bad"].error.find("gpu-99"), std::string::npos) << answers["uid-bad"].error;
+
+  // The CDI spec: every device, and NCCL told the claim's 8 HCAs.
+  std::vector<fs::path> specs;
+  for (const auto& e : fs::directory_iterator(dir_ / "cdi")) specs.push_back(e.path());
+  ASSERT_EQ(specs.size(), 1u) << "only the good claim has a spec";
+  json spec = json::parse(ReadAll(specs[0]));
+  EXPECT_EQ(spec["devices"].size(), 16u);
+  std::string env;
+  for (const auto& e : spec["containerEdits"]["env"]) env += e.get<std::string>() + "\n";
+  auto at = env.find("NCCL_IB_HCA==");
+  ASSERT_NE(at, std::string::npos) << env;
+  std::string hcas = env.substr(at, env.find('\n', at) - at);
+  EXPECT_EQ(std::count(hcas.begin(), hcas.end(), ','), 7) << hcas;
+  EXPECT_NE(env.find("NCCL_SOCKET_IFNAME==eth0"), std::string::npos) << env;
+  EXPECT_NE(env.find("NCCL_NET_GDR_LEVEL="), std::string::npos) << env;
+  EXPECT_NE(env.find("ACCEL_UCX_NET_DEVICES_7="), std::string::npos) << env;
+  const std::string cdi_id = answers["uid-train"].devices[0].cdi_device_ids.at(0);
+  EXPECT_EQ(cdi_id.rfind("k8s.accel.io/claim=uid-train-", 0), 0u) << cdi_id;
+
+  // A restart: the prepared claim is answered from the checkpoint, without reading the API.
+  EXPECT_TRUE(agent.Stop());
+  api_.ClearRequests();
+  Agent again(Log());
+  again.Start(Config());
+  test_support::FakeDraKubelet kubelet2((dir_ / "reg").string());
+  EXPECT_EQ(kubelet2.Scan(), 1);
+  std::map<std::string, dra::PrepareResult> replay;
+  ASSERT_TRUE(kubelet2.Prepare({{"team-a", "uid-train", "train"}}, test_support::DraVersion::kV1beta1, &replay).ok());
+  EXPECT_EQ(replay["uid-train"].error, "");
+  EXPECT_EQ(replay["uid-train"].devices.size(), 16u);
+  EXPECT_TRUE(api_.requests("GET", kClaims).empty()) << "a prepared claim is not read again";
+  EXPECT_TRUE(api_.writes().empty()) << "unchanged slices are not written again";
+
+  // Unprepare removes the spec; twice is fine.
+  std::map<std::string, std::string> un;
+  ASSERT_TRUE(kubelet2.Unprepare({{"team-a", "uid-train", "train"}}, test_support::DraVersion::kV1, &un).ok());
+  EXPECT_EQ(un["uid-train"], "");
+  ASSERT_TRUE(kubelet2.Unprepare({{"team-a", "uid-train", "train"}}, test_support::DraVersion::kV1, &un).ok());
+  EXPECT_EQ(un["uid-train"], "");
+  EXPECT_TRUE(fs::is_empty(dir_ / "cdi"));
+  EXPECT_TRUE(again.Stop());
+  EXPECT_FALSE(fs::exists(dir_ / "reg" / "accel.io-reg.sock")) << "deregistered on stop";
+}
+
+TEST_F(AgentDra, ALostGpuLeavesThePoolAndIsReportedUnhealthy) {
+  // GPU 1 falls off the bus (XID 79) 1.5 s after start.
+  UseGpus({{1, {{"events", json::array({{{"at_ms", 1500}, {"xid", 79}}})}}}});
+  Agent agent(Log());
+  AgentConfig config = Config();
+  config.exporter.collect_interval = std::chrono::milliseconds(100);
+  agent.Start(config);
+  long long first = 0;
+  ASSERT_EQ(Published(&first).count("gpu-1"), 1u) << Logged();
+  test_support::FakeDraKubelet kubelet((dir_ / "reg").string());
+  ASSERT_EQ(kubelet.Scan(), 1);
+  ASSERT_TRUE(kubelet.WatchHealth(test_support::DraHealthVersion::kV1));
+  ASSERT_TRUE(kubelet.WaitForHealthMessages(1, std::chrono::seconds(10)));
+
+  // Withdrawn from the pool at a new generation, and streamed as unhealthy.
+  long long now = 0;
+  ASSERT_TRUE(WaitFor([&] { return Published(&now).count("gpu-1") == 0; })) << Logged();
+  EXPECT_GT(now, first);
+  EXPECT_EQ(Published().count("gpu-0"), 1u);
+  ASSERT_TRUE(WaitFor([&] {
+    for (const auto& m : kubelet.health_messages()) {
+      const dra::DeviceHealthEntry* e = m.Find("node-a", "gpu-1");
+      if (e && e->health == dra::DeviceHealthState::kUnhealthy) return true;
+    }
+    return false;
+  }));
+  const auto messages = kubelet.health_messages();
+  const dra::DeviceHealthEntry* gpu0 = messages.back().Find("node-a", "gpu-0");
+  ASSERT_NE(gpu0, nullptr);
+  EXPECT_EQ(gpu0->health, dra::DeviceHealthState::kHealthy);
+  EXPECT_NE(Logged().find("gpu-1 unhealthy"), std::string::npos) << Logged();
+  kubelet.StopWatchingHealth();
+  EXPECT_TRUE(agent.Stop());
+}
+
+TEST_F(AgentDra, AnApiServerThatRefusesIsLoggedAndRetriedWhileTheKubeletIsServed) {
+  UseGpus();
+  api_.Forbid("create", "resourceslices.resource.k8s.io");
+  Agent agent(Log());
+  agent.Start(Config());
+  EXPECT_TRUE(api_.List(kSlices).empty());
+  EXPECT_NE(Logged().find("cannot publish ResourceSlices"), std::string::npos) << Logged();
+  EXPECT_NE(Logged().find("create"), std::string::npos);
+  // The kubelet side runs regardless.
+  test_support::FakeDraKubelet kubelet((dir_ / "reg").string());
+  EXPECT_EQ(kubelet.Scan(), 1);
+  EXPECT_TRUE(agent.Stop());
+}
+
+TEST_F(AgentDra, ABadKubeconfigStartsNothing) {
+  UseGpus();
+  std::ofstream(dir_ / "kubeconfig") << "apiVersion: v1\nkind: Config\nclusters: []\n";
+  Agent agent(Log());
+  EXPECT_THROW(agent.Start(Config()), std::exception);
+  EXPECT_FALSE(agent.running());
+  EXPECT_FALSE(fs::exists(dir_ / "reg" / "accel.io-reg.sock"));
+}
+
+}  // namespace
+}  // namespace accel::agent
