@@ -1,10 +1,16 @@
 // The agent's dra: block: defaults, every key, and refusals that name the key.
+#include <yaml-cpp/yaml.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
 #include <string>
 
 #include <gtest/gtest.h>
 
 #include "agent/agent_config.h"
 #include "common/error.h"
+#include "support/crd_validate.h"
 
 namespace accel::agent {
 namespace {
@@ -76,6 +82,57 @@ TEST(AgentDraConfig, RefusesBadValuesNamingTheKey) {
       EXPECT_NE(std::string(e.what()).find(c.field), std::string::npos) << c.yaml << " -> " << e.what();
     }
   }
+}
+
+const std::string kDeploy = std::string(ACCEL_SOURCE_DIR) + "/deploy/kubernetes/accel-dra.yaml";
+
+// The DaemonSet's agent.yaml is one the agent accepts, runs the driver and not the device plugin.
+TEST(AgentDraDeploy, TheManifestsAgentYamlStartsTheDriver) {
+  bool found = false;
+  for (const YAML::Node& doc : YAML::LoadAllFromFile(kDeploy)) {
+    if (doc["kind"].as<std::string>() != "ConfigMap") continue;
+    AgentConfig c = ParseAgentConfig(doc["data"]["agent.yaml"].as<std::string>(), "accel-dra.yaml");
+    EXPECT_TRUE(c.dra.enabled);
+    EXPECT_FALSE(c.device_plugin.enabled);
+    EXPECT_EQ(c.dra.driver_name, "accel.io");
+    found = true;
+  }
+  EXPECT_TRUE(found);
+}
+
+// The ClusterRole grants every verb the driver uses, and the DaemonSet mounts what it serves.
+TEST(AgentDraDeploy, RbacAndMountsCoverWhatTheDriverDoes) {
+  std::set<std::string> granted;
+  std::set<std::string> mounts;
+  for (const YAML::Node& doc : YAML::LoadAllFromFile(kDeploy)) {
+    const std::string kind = doc["kind"].as<std::string>();
+    if (kind == "ClusterRole") {
+      for (const YAML::Node& rule : doc["rules"])
+        for (const YAML::Node& resource : rule["resources"])
+          for (const YAML::Node& verb : rule["verbs"])
+            granted.insert(verb.as<std::string>() + " " + resource.as<std::string>());
+    }
+    if (kind == "DaemonSet") {
+      for (const YAML::Node& m : doc["spec"]["template"]["spec"]["containers"][0]["volumeMounts"])
+        mounts.insert(m["mountPath"].as<std::string>());
+    }
+  }
+  for (const char* need : {"list resourceslices", "create resourceslices", "update resourceslices",
+                           "delete resourceslices", "get resourceclaims", "get nodes"})
+    EXPECT_TRUE(granted.count(need)) << need;
+  DraSection defaults;
+  for (const std::string& dir : {defaults.registry_dir, std::string("/var/lib/kubelet/plugins"),
+                                 defaults.cdi_dir, defaults.state_dir, std::string("/dev")})
+    EXPECT_TRUE(mounts.count(dir)) << dir;
+}
+
+TEST(AgentDraDeploy, ValidatesAgainstTheKubernetesSchemas) {
+  ACCEL_REQUIRE_CRD_VALIDATOR();
+  std::ifstream in(kDeploy);
+  std::stringstream text;
+  text << in.rdbuf();
+  test_support::CrdResult r = test_support::ValidateObjects(text.str(), "accel-dra");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
 }
 
 }  // namespace
