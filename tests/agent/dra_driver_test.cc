@@ -255,6 +255,40 @@ TEST_F(AgentDra, PublishesRegistersAndPreparesAnAlignedClaim) {
   EXPECT_FALSE(fs::exists(dir_ / "reg" / "accel.io-reg.sock")) << "deregistered on stop";
 }
 
+TEST_F(AgentDra, MigSlicesShareTheirGpusCountersAndArePrepared) {
+  // GPU 4 in MIG mode with 7 × 1g.10gb.
+  json gpu4 = test_support::FakeH100(4, test_support::kHgxH100Gpus[4]);
+  test_support::MakeMig(&gpu4, 4, 7);
+  UseGpus({{4, gpu4}});
+  Agent agent(Log());
+  agent.Start(Config());
+  std::map<std::string, json> devices = Published();
+  const std::string mig = "gpu-4-mig-1g-10gb-0";
+  ASSERT_EQ(devices.count(mig), 1u) << Logged();
+  EXPECT_EQ(devices[mig]["attributes"]["type"]["string"], "mig");
+  EXPECT_EQ(Rail(devices[mig]), Rail(devices["gpu-4"])) << "a MIG device rides its GPU's rail";
+  // One counter set for GPU 4, consumed by the whole GPU and by each of its MIG devices.
+  std::string counter_set;
+  for (const json& slice : api_.List(kSlices))
+    for (const json& set : slice["spec"].value("sharedCounters", json::array())) counter_set = set["name"];
+  ASSERT_FALSE(counter_set.empty());
+  EXPECT_EQ(devices["gpu-4"]["consumesCounters"][0]["counterSet"], counter_set);
+  EXPECT_EQ(devices[mig]["consumesCounters"][0]["counterSet"], counter_set);
+  EXPECT_FALSE(devices["gpu-0"].contains("consumesCounters"));
+
+  test_support::FakeDraKubelet kubelet((dir_ / "reg").string());
+  ASSERT_EQ(kubelet.Scan(), 1);
+  Claim("mig", "uid-mig", {mig});
+  std::map<std::string, dra::PrepareResult> answers;
+  ASSERT_TRUE(kubelet.Prepare({{"team-a", "uid-mig", "mig"}}, test_support::DraVersion::kV1, &answers).ok());
+  ASSERT_EQ(answers["uid-mig"].error, "");
+  std::string spec;
+  for (const auto& e : fs::directory_iterator(dir_ / "cdi")) spec = ReadAll(e.path());
+  EXPECT_NE(spec.find(test_support::FakeMigUuid(4, 0)), std::string::npos) << spec;
+  EXPECT_EQ(spec.find("NCCL_IB_HCA"), std::string::npos) << "a claim without NICs gets no NCCL env";
+  EXPECT_TRUE(agent.Stop());
+}
+
 TEST_F(AgentDra, ALostGpuLeavesThePoolAndIsReportedUnhealthy) {
   // GPU 1 falls off the bus (XID 79) 1.5 s after start.
   UseGpus({{1, {{"events", json::array({{{"at_ms", 1500}, {"xid", 79}}})}}}});
