@@ -18,6 +18,7 @@ void RegisterDoctor(CLI::App& app, int* exit_code);   ///< accel doctor
 void RegisterTune(CLI::App& app, int* exit_code);     ///< accel tune plan
 void RegisterFleet(CLI::App& app, int* exit_code);    ///< accel fleet host|place|capacity|...
 void RegisterCluster(CLI::App& app, int* exit_code);  ///< accel cluster plan
+void RegisterDra(CLI::App& app, int* exit_code);      ///< accel dra slices|claim
 
 /// `accel mig apply`, added under the `mig` subcommand by RegisterMig.
 void RegisterMigApply(CLI::App* mig, int* exit_code);

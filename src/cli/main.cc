@@ -28,6 +28,7 @@ constexpr CommandEntry kCommands[] = {
     {"release", "Host and compute", "Release a claim by its ID"},
     {"tune", "Host and compute", "Plan a hypervisor's kernel command line, hugepages and CPU sets"},
     {"serve", "Kubernetes node", "Run the node agent: device plugin, labels, MIG manager, exporter"},
+    {"dra", "Kubernetes node", "What the DRA driver publishes here and what a claim gets (no cluster)"},
     {"mig", "Kubernetes node", "MIG geometry, layouts, mig-parted configs, fleet plans, apply"},
     {"fabric", "Multi-node training", "Pair GPUs with RDMA NICs; NCCL settings, pods, network configs"},
     {"doctor", "Multi-node training", "Say what on this host blocks GPUDirect RDMA, training or flavors"},
@@ -71,6 +72,7 @@ int main(int argc, char** argv) {
   accel::cli::RegisterClaims(app, &exit_code);
   accel::cli::RegisterTune(app, &exit_code);
   accel::cli::RegisterServe(app, &exit_code);
+  accel::cli::RegisterDra(app, &exit_code);
   accel::cli::RegisterMig(app, &exit_code);
   accel::cli::RegisterFabric(app, &exit_code);
   accel::cli::RegisterDoctor(app, &exit_code);
