@@ -173,7 +173,14 @@ void DraDriver::Start() {
   m.full = std::make_shared<const dra::Inventory>(dra::BuildInventory(devices, host, ports, io));
 
   kubeapi::KubeConfig kc = s.kubeconfig.empty() ? kubeapi::InClusterConfig() : kubeapi::LoadKubeconfig(s.kubeconfig);
-  m.client = std::make_unique<kubeapi::KubeClient>(std::move(kc));
+  // Short retries: the first publish runs on the start path (an API server that is down must
+  // not hold the agent's start for long; the thread retries every second), and a Prepare the
+  // kubelet is waiting for is better failed and retried by the kubelet than held.
+  kubeapi::KubeClientOptions ko;
+  ko.attempts = 4;
+  ko.max_total_wait = std::chrono::seconds(5);
+  ko.timeout = std::chrono::seconds(10);
+  m.client = std::make_unique<kubeapi::KubeClient>(std::move(kc), ko);
   Log log = m.log;
   m.publisher = std::make_unique<dra::SlicePublisher>(m.client.get(), s.driver_name, m.node,
                                                       [log](const std::string& line) { log("dra: " + line); });
