@@ -33,15 +33,6 @@ std::string Lower(std::string s) {
   return s;
 }
 
-const char* KindName(dra::DeviceKind kind) {
-  switch (kind) {
-    case dra::DeviceKind::kGpu: return "gpu";
-    case dra::DeviceKind::kMig: return "mig";
-    case dra::DeviceKind::kNic: return "nic";
-  }
-  return "?";
-}
-
 }  // namespace
 
 std::string DraNodeName(const DraSection& section, const topology::HostTopology& host) {
@@ -233,7 +224,7 @@ std::vector<std::string> DraDriver::DeviceLines() const {
   std::vector<std::string> out;
   if (!impl_->full) return out;
   for (const dra::DraDevice& d : impl_->full->devices) {
-    std::string line = d.name + "  " + KindName(d.kind);
+    std::string line = d.name + "  " + dra::DeviceKindName(d.kind);
     if (d.rail >= 0) line += "  rail " + std::to_string(d.rail);
     if (!d.pci_address.empty()) line += "  " + d.pci_address;
     out.push_back(std::move(line));

@@ -157,15 +157,6 @@ std::string Attr(const dra::DraDevice& d, const std::string& name) {
 
 std::string Or(const std::string& s) { return s.empty() ? "-" : s; }
 
-const char* KindName(dra::DeviceKind kind) {
-  switch (kind) {
-    case dra::DeviceKind::kGpu: return "gpu";
-    case dra::DeviceKind::kMig: return "mig";
-    case dra::DeviceKind::kNic: return "nic";
-  }
-  return "?";
-}
-
 /// What a device is, in one cell: the model of an accelerator, the MIG profile of a MIG
 /// device, the RDMA device and port of a NIC.
 std::string WhatCell(const dra::DraDevice& d) {
@@ -182,7 +173,7 @@ std::string RenderSlicesTable(const dra::Inventory& inv, size_t slices) {
   std::vector<std::vector<std::string>> rows{
       {"DEVICE", "TYPE", "MODEL/RDMA", "PCI", "NUMA", "RAIL", "PATH", "PCIE SWITCH"}};
   for (const dra::DraDevice& d : inv.devices) {
-    rows.push_back({d.name, KindName(d.kind), WhatCell(d), Or(d.pci_address),
+    rows.push_back({d.name, dra::DeviceKindName(d.kind), WhatCell(d), Or(d.pci_address),
                     d.numa_node >= 0 ? std::to_string(d.numa_node) : "-",
                     d.rail >= 0 ? std::to_string(d.rail) : "-", Or(Attr(d, "pathType")),
                     Or(Attr(d, "pcieSwitch"))});
@@ -352,7 +343,7 @@ int RunClaim(const ClaimOptions& o) {
       out["devices"].push_back({{"device", p.device_name},
                                 {"pool", p.pool_name},
                                 {"requests", p.request_names},
-                                {"type", KindName(devices[i]->kind)},
+                                {"type", dra::DeviceKindName(devices[i]->kind)},
                                 {"pciAddress", devices[i]->pci_address},
                                 {"rail", devices[i]->rail},
                                 {"cdiDeviceIds", p.cdi_device_ids}});
@@ -373,7 +364,7 @@ int RunClaim(const ClaimOptions& o) {
     for (size_t i = 0; i < result.devices.size(); ++i) {
       const dra::PreparedDevice& p = result.devices[i];
       const dra::DraDevice& d = *devices[i];
-      rows.push_back({p.device_name, JoinStrings(p.request_names, ","), KindName(d.kind), WhatCell(d),
+      rows.push_back({p.device_name, JoinStrings(p.request_names, ","), dra::DeviceKindName(d.kind), WhatCell(d),
                       Or(d.pci_address), d.rail >= 0 ? std::to_string(d.rail) : "-",
                       JoinStrings(p.cdi_device_ids, ",")});
     }

@@ -13,6 +13,15 @@
 
 namespace accel::dra {
 
+const char* DeviceKindName(DeviceKind kind) {
+  switch (kind) {
+    case DeviceKind::kGpu: return "gpu";
+    case DeviceKind::kMig: return "mig";
+    case DeviceKind::kNic: return "nic";
+  }
+  return "?";
+}
+
 const DraDevice* Inventory::Find(const std::string& name) const {
   for (const DraDevice& d : devices)
     if (d.name == name) return &d;

@@ -54,6 +54,9 @@ enum class DeviceKind {
   kNic,  ///< an RDMA NIC port: a physical function, or an SR-IOV virtual function
 };
 
+/// "gpu", "mig", "nic": the `type` attribute's value.
+const char* DeviceKindName(DeviceKind kind);
+
 /// Counters one device takes from a counter set while allocated (DeviceCounterConsumption).
 struct CounterConsumption {
   std::string counter_set;                     ///< CounterSet::name

@@ -34,13 +34,6 @@ std::string Comment(const std::string& text) {
   return out + "\n";
 }
 
-std::string GpuResource(const TrainingOptions& options) {
-  if (!options.gpu_resource.empty()) return options.gpu_resource;
-  if (options.accelerator_vendor == "amd") return "amd.com/gpu";
-  if (options.accelerator_vendor == "habana") return "habana.ai/gaudi";
-  return "nvidia.com/gpu";
-}
-
 int ProcsPerNode(const TrainingSettings& settings) {
   return std::max<int>(static_cast<int>(settings.ranks.size()), 1);
 }
@@ -49,16 +42,9 @@ int ProcsPerNode(const TrainingSettings& settings) {
 // (the same rule as the PyTorchJob's).
 Json Limits(const TrainingSettings& settings, const TrainingOptions& options) {
   Json limits = Json::object();
-  limits[GpuResource(options)] = ProcsPerNode(settings);
-  const std::string& rdma = options.rdma_resource;
-  if (rdma.empty()) return limits;
-  const size_t pct = rdma.find("%d");
-  if (pct == std::string::npos) {
-    limits[rdma] = 1;
-    return limits;
-  }
-  for (size_t k = 0; k < settings.hcas.size(); ++k)
-    limits[rdma.substr(0, pct) + std::to_string(k) + rdma.substr(pct + 2)] = 1;
+  std::vector<std::pair<std::string, int>> resources = DevicePluginResources(settings, options);
+  resources.front().second = ProcsPerNode(settings);  // a node asks for at least one GPU
+  for (const auto& [name, count] : resources) limits[name] = count;
   return limits;
 }
 

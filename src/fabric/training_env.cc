@@ -274,26 +274,10 @@ std::string RenderEnvJson(const TrainingSettings& settings) {
 
 namespace {
 
-std::string GpuResource(const TrainingOptions& options) {
-  if (!options.gpu_resource.empty()) return options.gpu_resource;
-  if (options.accelerator_vendor == "amd") return "amd.com/gpu";
-  if (options.accelerator_vendor == "habana") return "habana.ai/gaudi";
-  return "nvidia.com/gpu";
-}
-
 // resources.limits: the GPUs, and one RDMA resource or one per rail.
 Json Limits(const TrainingSettings& settings, const TrainingOptions& options) {
   Json limits = Json::object();
-  limits[GpuResource(options)] = static_cast<int>(settings.ranks.size());
-  const std::string& rdma = options.rdma_resource;
-  const size_t pct = rdma.find("%d");
-  if (rdma.empty()) return limits;
-  if (pct == std::string::npos) {
-    limits[rdma] = 1;
-    return limits;
-  }
-  for (size_t k = 0; k < settings.hcas.size(); ++k)
-    limits[rdma.substr(0, pct) + std::to_string(k) + rdma.substr(pct + 2)] = 1;
+  for (const auto& [name, count] : DevicePluginResources(settings, options)) limits[name] = count;
   return limits;
 }
 
@@ -363,6 +347,26 @@ std::string RenderPyTorchJob(const TrainingSettings& settings, const Fabric& fab
                {{"nprocPerNode", std::to_string(std::max<size_t>(fabric.pairs.size(), 1))},
                 {"pytorchReplicaSpecs", replicas}}}};
   return Header(settings, options) + ToYaml(config_map) + "---\n" + ToYaml(job);
+}
+
+std::vector<std::pair<std::string, int>> DevicePluginResources(const TrainingSettings& settings,
+                                                               const TrainingOptions& options) {
+  std::string gpu = options.gpu_resource;
+  if (gpu.empty())
+    gpu = options.accelerator_vendor == "amd"      ? "amd.com/gpu"
+          : options.accelerator_vendor == "habana" ? "habana.ai/gaudi"
+                                                   : "nvidia.com/gpu";
+  std::vector<std::pair<std::string, int>> out{{gpu, static_cast<int>(settings.ranks.size())}};
+  const std::string& rdma = options.rdma_resource;
+  if (rdma.empty()) return out;
+  const size_t pct = rdma.find("%d");
+  if (pct == std::string::npos) {
+    out.emplace_back(rdma, 1);
+    return out;
+  }
+  for (size_t k = 0; k < settings.hcas.size(); ++k)
+    out.emplace_back(rdma.substr(0, pct) + std::to_string(k) + rdma.substr(pct + 2), 1);
+  return out;
 }
 
 }  // namespace accel::fabric

@@ -109,4 +109,11 @@ std::string RenderRankWrapper(const TrainingSettings& settings);
 std::string RenderPyTorchJob(const TrainingSettings& settings, const Fabric& fabric,
                              const TrainingOptions& options);
 
+/// The device plugin resources a pod of `settings` asks for, in order: the accelerator
+/// (options.gpu_resource, else the vendor's: nvidia.com/gpu, amd.com/gpu, habana.ai/gaudi) ×
+/// the paired GPUs, then the RDMA resource × 1, or with a "%d" pattern one of each rail
+/// 0..hcas-1. Shared by the PyTorchJob and the Trainer v2 runtime.
+std::vector<std::pair<std::string, int>> DevicePluginResources(const TrainingSettings& settings,
+                                                               const TrainingOptions& options);
+
 }  // namespace accel::fabric

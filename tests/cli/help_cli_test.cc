@@ -35,7 +35,7 @@ TEST(Help, TopLevelListsEveryCommandOnceGroupedByLayer) {
     last = index;
   }
   for (const char* cmd : {"topo", "place", "claims", "release", "tune", "serve", "mig", "fabric",
-                          "doctor", "exporter"}) {
+                          "doctor", "exporter", "dra"}) {
     int found = 0;
     for (const std::string& line : lines) {
       std::istringstream words(line);
