@@ -62,15 +62,7 @@ class AgentDra : public ::testing::Test {
     dir_ = fs::path(::testing::TempDir()) / ("accel-dra-agent-" + std::to_string(getpid()));
     fs::remove_all(dir_);
     fs::create_directories(dir_ / "reg");
-    host_ = topology::LoadTopology(std::string(ACCEL_SOURCE_DIR) + "/fixtures/hosts/hgx-h100.json");
-    // The machine's sysfs: RDMA ports ACTIVE, and a uverbs node per RDMA device (the CDI spec
-    // hands /dev/infiniband/uverbsN to the container).
-    accel::testing::WriteFakeSysfs(host_, (dir_ / "root").string());
-    int n = 0;
-    for (const auto& d : host_.pci)
-      for (const auto& rdma : d.rdma_devices)
-        accel::testing::WriteFakeFile((dir_ / "root").string(),
-                                      "sys/class/infiniband_verbs/uverbs" + std::to_string(n++) + "/ibdev", rdma);
+    UseHost("hgx-h100");
     api_.Put("/api/v1/nodes/node-a", {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", "node-a"}}}});
     std::ofstream(dir_ / "kubeconfig") << "apiVersion: v1\nkind: Config\n"
                                        << "clusters: [{name: t, cluster: {server: '" << api_.url() << "'}}]\n"
@@ -79,6 +71,21 @@ class AgentDra : public ::testing::Test {
                                        << "current-context: c\n";
     api_.RequireToken("secret");
   }
+
+  /// The machine: fixtures/hosts/<name>.json, and its sysfs with RDMA ports ACTIVE and a uverbs
+  /// node per RDMA device (the CDI spec hands /dev/infiniband/uverbsN to the container).
+  void UseHost(const std::string& name) {
+    host_name_ = name;
+    fs::remove_all(dir_ / "root");
+    host_ = topology::LoadTopology(std::string(ACCEL_SOURCE_DIR) + "/fixtures/hosts/" + name + ".json");
+    accel::testing::WriteFakeSysfs(host_, (dir_ / "root").string());
+    int n = 0;
+    for (const auto& d : host_.pci)
+      for (const auto& rdma : d.rdma_devices)
+        accel::testing::WriteFakeFile((dir_ / "root").string(),
+                                      "sys/class/infiniband_verbs/uverbs" + std::to_string(n++) + "/ibdev", rdma);
+  }
+
   void TearDown() override { fs::remove_all(dir_); }
 
   /// Eight whole H100s at the fixture's addresses; `extra[i]` merged into GPU i.
@@ -96,7 +103,7 @@ class AgentDra : public ::testing::Test {
     std::ostringstream y;
     y << "vendors: [nvidia]\n"
       << "libraries: {nvml: " << ACCEL_FAKE_NVML << "}\n"
-      << "topology: " << ACCEL_SOURCE_DIR << "/fixtures/hosts/hgx-h100.json\n"
+      << "topology: " << ACCEL_SOURCE_DIR << "/fixtures/hosts/" << host_name_ << ".json\n"
       << "exporter: {enabled: false, collectInterval: 200ms, pods: never}\n"
       << "devicePlugin: {enabled: false, config: {health: {recoverAfterSeconds: 3600}}}\n"
       << "labels: {enabled: false}\n"
@@ -154,6 +161,7 @@ class AgentDra : public ::testing::Test {
   }
 
   fs::path dir_;
+  std::string host_name_;
   topology::HostTopology host_;
   test_support::FakeApiServer api_;
   test_support::FakeNvmlConfigFile nvml_;
@@ -287,6 +295,67 @@ TEST_F(AgentDra, MigSlicesShareTheirGpusCountersAndArePrepared) {
   EXPECT_NE(spec.find(test_support::FakeMigUuid(4, 0)), std::string::npos) << spec;
   EXPECT_EQ(spec.find("NCCL_IB_HCA"), std::string::npos) << "a claim without NICs gets no NCCL env";
   EXPECT_TRUE(agent.Stop());
+}
+
+// The fake AMD (8 × MI300X, fake ROCm SMI) and Gaudi 2 (8 HPUs, fake HLML) nodes: every
+// accelerator published on a rail, and a claim of one accelerator with its NIC prepared with the
+// vendor's device nodes; NCCL is wired for AMD (RCCL reads it) and not for Gaudi (HCCL does not).
+TEST_F(AgentDra, AmdAndGaudiNodesPublishAndPrepare) {
+  struct Case {
+    const char* host;
+    const char* vendor;
+    const char* library_key;
+    const char* library;
+    const char* env;
+    const char* config;
+    const char* device_node;
+    bool nccl;
+  } cases[] = {
+      {"epyc-nps4-mi300x", "amd", "rocmSmi", ACCEL_FAKE_ROCM_SMI, "FAKE_ROCM_SMI_CONFIG",
+       "rocm_smi/examples/mi300x-8.json", "/dev/kfd", true},
+      {"gaudi2-8hpu", "habana", "hlml", ACCEL_FAKE_HLML, "FAKE_HLML_CONFIG", "hlml/examples/gaudi2-8.json",
+       "/dev/accel/accel", false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.host);
+    UseHost(c.host);
+    fs::remove_all(dir_ / "cdi");
+    fs::remove_all(dir_ / "state");
+    setenv(c.env, (std::string(ACCEL_SOURCE_DIR) + "/tests/fakes/" + c.config).c_str(), 1);
+    AgentConfig config = Config();
+    config.vendors = {c.vendor};
+    if (std::string(c.library_key) == "rocmSmi") config.rocm_smi_library = c.library;
+    else config.hlml_library = c.library;
+    Agent agent(Log());
+    agent.Start(config);
+    std::map<std::string, json> devices = Published();
+    std::vector<std::string> gpus;
+    for (const auto& [name, d] : devices)
+      if (name.rfind("gpu-", 0) == 0) gpus.push_back(name);
+    ASSERT_EQ(gpus.size(), 8u) << Logged();
+    std::string nic;
+    for (const auto& [name, d] : devices)
+      if (name.rfind("nic-", 0) == 0 && Rail(d) == Rail(devices["gpu-0"]) && nic.empty()) nic = name;
+    ASSERT_GE(Rail(devices["gpu-0"]), 0);
+    ASSERT_FALSE(nic.empty());
+    EXPECT_EQ(devices["gpu-0"]["attributes"]["vendor"]["string"], c.vendor);
+
+    test_support::FakeDraKubelet kubelet((dir_ / "reg").string());
+    ASSERT_EQ(kubelet.Scan(), 1);
+    const std::string uid = std::string("uid-") + c.vendor;
+    Claim(c.vendor, uid, {"gpu-0", nic});
+    std::map<std::string, dra::PrepareResult> answers;
+    ASSERT_TRUE(kubelet.Prepare({{"team-a", uid, c.vendor}}, test_support::DraVersion::kV1, &answers).ok());
+    EXPECT_EQ(answers[uid].error, "");
+    std::string spec;
+    for (const auto& e : fs::directory_iterator(dir_ / "cdi")) spec = ReadAll(e.path());
+    EXPECT_NE(spec.find(c.device_node), std::string::npos) << spec;
+    EXPECT_NE(spec.find("/dev/infiniband/uverbs"), std::string::npos) << spec;
+    EXPECT_EQ(spec.find("NCCL_IB_HCA") != std::string::npos, c.nccl) << spec;
+    EXPECT_TRUE(agent.Stop());
+    unsetenv(c.env);
+    api_.Remove(kClaims + std::string(c.vendor));
+  }
 }
 
 TEST_F(AgentDra, ALostGpuLeavesThePoolAndIsReportedUnhealthy) {
