@@ -201,6 +201,7 @@ AgentConfig ParseAgentConfig(const std::string& yaml, const std::string& source)
             .On("cdiDir", str(&c.dra.cdi_dir))
             .On("stateDir", str(&c.dra.state_dir))
             .On("publishVfs", flag(&c.dra.publish_vfs))
+            .On("partitionableDevices", flag(&c.dra.partitionable_devices))
             .On("hostRoot", str(&c.dra.host_root))
             .On("resyncInterval", duration(&c.dra.resync_interval))
             .On("nccl", [&](const YAML::Node& n, const std::string& nf) {

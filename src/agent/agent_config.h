@@ -50,6 +50,7 @@
 //     cdiDir: /var/run/cdi
 //     stateDir: /var/lib/accel/dra                   # the prepared-claims checkpoint
 //     publishVfs: true                               # SR-IOV VFs of RDMA NICs as devices
+//     partitionableDevices: true                     # MIG GPUs whole + slices with counters (k8s >= 1.36)
 //     hostRoot: /                                    # where the host's /sys and /dev are seen
 //     resyncInterval: 60s                            # re-publish ResourceSlices at least this often
 //     nccl:
@@ -162,6 +163,10 @@ struct DraSection {
   std::string state_dir = "/var/lib/accel/dra";
   /// Publish SR-IOV virtual functions of RDMA NICs as devices.
   bool publish_vfs = true;
+  /// MIG-enabled GPUs as partitionable devices (whole GPU + MIG devices sharing a counter set;
+  /// Kubernetes ≥ 1.36, or the DRAPartitionableDevices gate); false: MIG devices only, no
+  /// counters (dra::InventoryOptions::partitionable).
+  bool partitionable_devices = true;
   /// Where the host's /sys, /dev and /proc are seen: RDMA ports and uverbs nodes are read
   /// below it ("/" in a privileged pod or on the host; "/host" when the host is mounted there).
   std::string host_root = "/";

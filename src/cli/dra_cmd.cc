@@ -138,6 +138,7 @@ NodeView ReadNode(const NodeFlags& f) {
   io.driver = c.dra.driver_name;
   io.node_name = agent::internal::DraNodeName(c.dra, host);
   io.include_vfs = c.dra.publish_vfs;
+  io.partitionable = c.dra.partitionable_devices;
   std::vector<fabric::NicPort> ports;
   if (!v.root.empty()) ports = fabric::ReadNicPorts(v.root);
   v.inventory = dra::BuildInventory(node_devices, host, ports, io);

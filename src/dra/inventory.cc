@@ -385,7 +385,7 @@ Inventory BuildInventory(const std::vector<kube::NodeDevice>& node_devices,
       if (total_memory > 0) {
         set.counters["memory"] = FormatBinaryQuantity(static_cast<int64_t>(total_memory));
       }
-      gpu.consumes_counters.push_back({set.name, set.counters});
+      if (options.partitionable) gpu.consumes_counters.push_back({set.name, set.counters});
 
       for (size_t k = 0; k < migs.size(); ++k) {
         const kube::NodeDevice& m = node_devices[migs[k]];
@@ -405,12 +405,14 @@ Inventory BuildInventory(const std::vector<kube::NodeDevice>& node_devices,
           mig.capacity["memory"] = FormatBinaryQuantity(static_cast<int64_t>(m.memory_bytes));
           if (total_memory > 0) use.counters["memory"] = mig.capacity["memory"];
         }
-        mig.consumes_counters.push_back(std::move(use));
+        if (options.partitionable) mig.consumes_counters.push_back(std::move(use));
         mig_devices.push_back(std::move(mig));
       }
-      inv.counter_sets.push_back(std::move(set));
+      if (options.partitionable) inv.counter_sets.push_back(std::move(set));
     }
-    inv.devices.push_back(std::move(gpu));
+    // Without partitionable devices a MIG-enabled GPU is only its MIG devices: CUDA cannot use
+    // it whole anyway, and nothing else would keep the scheduler from handing out both.
+    if (options.partitionable || !nd.mig_enabled) inv.devices.push_back(std::move(gpu));
     for (DraDevice& m : mig_devices) inv.devices.push_back(std::move(m));
   }
   for (size_t i = 0; i < node_devices.size(); ++i) {

@@ -108,6 +108,13 @@ struct InventoryOptions {
   bool include_vfs = true;
   /// How GPUs are paired with NICs (rails).
   fabric::PairingOptions pairing;
+  /// Publish MIG-enabled GPUs as partitionable devices: the whole GPU beside its MIG devices,
+  /// all consuming the GPU's counter set (KEP-4815: beta and on by default from Kubernetes
+  /// 1.36; alpha behind the DRAPartitionableDevices gate in 1.33-1.35). false: a MIG-enabled
+  /// GPU publishes only its MIG devices and no counters — what an API server without the
+  /// feature needs, since it drops counters it does not know, which would let the scheduler
+  /// hand out a GPU and its slices together.
+  bool partitionable = true;
 };
 
 /// The node's devices as the driver publishes and prepares them.

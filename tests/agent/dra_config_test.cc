@@ -24,6 +24,7 @@ TEST(AgentDraConfig, OffByDefaultWithTheKubeletsPaths) {
   EXPECT_EQ(d.state_dir, "/var/lib/accel/dra");
   EXPECT_EQ(d.host_root, "/");
   EXPECT_TRUE(d.publish_vfs);
+  EXPECT_TRUE(d.partitionable_devices);
   EXPECT_EQ(d.nccl_socket_ifname, "eth0");
 }
 
@@ -38,6 +39,7 @@ dra:
   cdiDir: /etc/cdi
   stateDir: /var/lib/x
   publishVfs: false
+  partitionableDevices: false
   hostRoot: /host
   resyncInterval: 5m
   nccl: {socketIfname: bond0, topoFile: /etc/accel/nccl-topo.xml}
@@ -51,6 +53,7 @@ dra:
   EXPECT_EQ(d.cdi_dir, "/etc/cdi");
   EXPECT_EQ(d.state_dir, "/var/lib/x");
   EXPECT_FALSE(d.publish_vfs);
+  EXPECT_FALSE(d.partitionable_devices);
   EXPECT_EQ(d.host_root, "/host");
   EXPECT_EQ(d.resync_interval.count(), 300000);
   EXPECT_EQ(d.nccl_socket_ifname, "bond0");

@@ -193,6 +193,35 @@ TEST(Inventory, MigGpusShareOneCounterSetWithTheirSlices) {
   EXPECT_GT(migs, 0);
 }
 
+// An API server without partitionable devices (Kubernetes < 1.36 without the gate) would drop the
+// counters and let the scheduler hand out a MIG GPU and its slices together: with
+// partitionable false a MIG-enabled GPU is only its MIG devices, and nothing consumes counters.
+TEST(Inventory, WithoutPartitionableDevicesMigGpusAreOnlyTheirSlices) {
+  topology::HostTopology host = kube::testing::Host("hgx-h100");
+  InventoryOptions o = testing::Options();
+  o.partitionable = false;
+  const Inventory inv = BuildInventory(kube::testing::NvmlDevices("nvml/examples/h100x8-mig.json"), host,
+                                       testing::PortsOf(host), o);
+  EXPECT_TRUE(inv.counter_sets.empty());
+  std::set<std::string> names;
+  int migs = 0;
+  for (const DraDevice& d : inv.devices) {
+    names.insert(d.name);
+    EXPECT_TRUE(d.consumes_counters.empty()) << d.name;
+    migs += d.kind == DeviceKind::kMig;
+  }
+  EXPECT_EQ(migs, 28);
+  for (int g = 0; g < 4; ++g) EXPECT_TRUE(names.count("gpu-" + std::to_string(g)));
+  for (int g = 4; g < 8; ++g) {
+    EXPECT_FALSE(names.count("gpu-" + std::to_string(g))) << "MIG-enabled GPU " << g;
+    EXPECT_TRUE(names.count("gpu-" + std::to_string(g) + "-mig-1g-10gb-0"));
+  }
+  // The slices still ride their GPU's rail, and Prepare finds them by name as before.
+  const DraDevice* m = inv.Find("gpu-4-mig-1g-10gb-0");
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->rail, 4);
+}
+
 TEST(Inventory, MigProfileNamesBecomeDnsLabels) {
   EXPECT_EQ(MigDeviceName(3, "1g.10gb", 0), "gpu-3-mig-1g-10gb-0");
   EXPECT_EQ(MigDeviceName(3, "1g.10gb+me", 2), "gpu-3-mig-1g-10gb-me-2");
