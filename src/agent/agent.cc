@@ -169,9 +169,13 @@ std::unique_ptr<Running> Agent::Impl::Build(const AgentConfig& config) {
     r->resources = kube::BuildResources(r->devices, config.device_plugin.config);
     r->labels = kube::NodeLabels(r->devices, config.device_plugin.config, r->resources, r->host);
   }
-  if (config.device_plugin.enabled) {
+  // The interconnect ranks the device plugin's preferred allocation and gives the DRA driver
+  // its NVLink cliques.
+  if (config.device_plugin.enabled || config.dra.enabled) {
     r->interconnect = devices::PcieInterconnect(r->host, PhysicalAddresses(r->devices));
     AddNvlinkPeers(backends, r->devices, &r->interconnect, log);
+  }
+  if (config.device_plugin.enabled) {
     if (config.device_plugin.config.nccl.ib_hca)
       r->nccl_hcas = NcclHcaMapForNode(r->host, config.topology, log);
   }
@@ -258,7 +262,8 @@ void Agent::Impl::StartServing(Running* r) {
     // RDMA ports are read from sysfs when the topology is the live machine's (or a host root
     // other than / was named: a test's fake machine, a container mounting the host elsewhere).
     const bool ports = config.topology == "live" || config.dra.host_root != "/";
-    internal::DraInputs inputs{&r->host, &r->devices, r->health.get(), ports ? config.dra.host_root : ""};
+    internal::DraInputs inputs{&r->host, &r->devices, r->health.get(), &r->interconnect,
+                               ports ? config.dra.host_root : ""};
     r->dra = std::make_unique<internal::DraDriver>(config.dra, inputs, log);
     r->dra->Start();
   }

@@ -7,6 +7,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <ctime>
+#include <map>
 #include <mutex>
 #include <optional>
 
@@ -34,6 +35,37 @@ std::string Lower(std::string s) {
 }
 
 }  // namespace
+
+void AddNvlinkCliques(dra::Inventory* inventory, const devices::Interconnect& ic) {
+  const size_t n = ic.size();
+  std::vector<size_t> parent(n);
+  for (size_t i = 0; i < n; ++i) parent[i] = i;
+  auto root = [&parent](size_t i) {
+    while (parent[i] != i) i = parent[i] = parent[parent[i]];
+    return i;
+  };
+  for (size_t i = 0; i < n; ++i)
+    for (size_t j = i + 1; j < n; ++j)
+      if (ic.links[i * n + j] > 0) parent[root(i)] = root(j);
+  // Groups of two or more, numbered by their first device in PCI order.
+  std::vector<size_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&ic](size_t a, size_t b) { return ic.devices[a] < ic.devices[b]; });
+  std::map<size_t, int> size_of, index_of;
+  for (size_t i = 0; i < n; ++i) ++size_of[root(i)];
+  std::map<std::string, int> clique;  // canonical PCI address → clique index
+  for (size_t i : order) {
+    const size_t r = root(i);
+    if (size_of[r] < 2) continue;
+    auto [it, added] = index_of.emplace(r, static_cast<int>(index_of.size()));
+    clique[ic.devices[i]] = it->second;
+  }
+  for (dra::DraDevice& d : inventory->devices) {
+    if (d.kind == dra::DeviceKind::kNic) continue;
+    auto it = clique.find(d.pci_address);
+    if (it != clique.end()) d.attributes["nvlinkClique"] = dra::AttributeValue::Int(it->second);
+  }
+}
 
 std::string DraNodeName(const DraSection& section, const topology::HostTopology& host) {
   if (!section.node_name.empty()) return Lower(section.node_name);
@@ -159,9 +191,12 @@ void DraDriver::Start() {
   io.driver = s.driver_name;
   io.node_name = m.node;
   io.include_vfs = s.publish_vfs;
+  io.partitionable = s.partitionable_devices;
   std::vector<fabric::NicPort> ports;
   if (!m.inputs.sysfs_root.empty()) ports = fabric::ReadNicPorts(m.inputs.sysfs_root);
-  m.full = std::make_shared<const dra::Inventory>(dra::BuildInventory(devices, host, ports, io));
+  dra::Inventory inventory = dra::BuildInventory(devices, host, ports, io);
+  if (m.inputs.interconnect) AddNvlinkCliques(&inventory, *m.inputs.interconnect);
+  m.full = std::make_shared<const dra::Inventory>(std::move(inventory));
 
   kubeapi::KubeConfig kc = s.kubeconfig.empty() ? kubeapi::InClusterConfig() : kubeapi::LoadKubeconfig(s.kubeconfig);
   // Short retries: the first publish runs on the start path (an API server that is down must

@@ -20,6 +20,8 @@
 
 #include "agent/agent_config.h"
 #include "agent/agent_internal.h"
+#include "devices/interconnect.h"
+#include "dra/inventory.h"
 #include "kube/device_health.h"
 #include "kube/node_devices.h"
 #include "topology/host.h"
@@ -34,9 +36,19 @@ struct DraInputs {
   /// Health of `devices` (same order); null = every device healthy. The driver ticks it (quiet
   /// period recoveries) each time it looks.
   kube::DeviceHealth* health = nullptr;
+  /// NVLink links between the node's GPUs (NVML at start; devices/interconnect.h); null = none
+  /// known. GPUs joined by NVLink get an `nvlinkClique` attribute.
+  const devices::Interconnect* interconnect = nullptr;
   /// Sysfs root for the RDMA ports ("/" live; "" = unknown ports: every port assumed active).
   std::string sysfs_root;
 };
+
+/// Gives each GPU joined to others by NVLink (directly or through NVSwitch), and its MIG
+/// devices, the attribute `nvlinkClique`: the index, on this node, of its connected group of
+/// GPUs (groups numbered in PCI order of their first GPU). A node-local clique: GPUs of one
+/// clique can be claimed together with matchAttribute accel.io/nvlinkClique. Not a
+/// multi-node NVLink (MNNVL) fabric clique.
+void AddNvlinkCliques(dra::Inventory* inventory, const devices::Interconnect& interconnect);
 
 /// The node name the driver publishes under: section.node_name, else $NODE_NAME, else the
 /// host's name (topology hostname, then gethostname). Lowercased.

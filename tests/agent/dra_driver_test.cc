@@ -358,6 +358,28 @@ TEST_F(AgentDra, AmdAndGaudiNodesPublishAndPrepare) {
   }
 }
 
+// The fake's HGX config reports every GPU's NVLinks into NVSwitch: one clique of 8, carried by
+// the GPUs and their MIG devices (claims can keep GPUs on one NVLink domain with it).
+TEST_F(AgentDra, NvswitchGpusShareOneNvlinkClique) {
+  setenv("FAKE_NVML_CONFIG", (std::string(ACCEL_SOURCE_DIR) + "/tests/fakes/nvml/examples/h100x8-mig.json").c_str(), 1);
+  Agent agent(Log());
+  agent.Start(Config());
+  std::map<std::string, json> devices = Published();
+  int gpus = 0;
+  for (const auto& [name, d] : devices) {
+    if (name.rfind("nic-", 0) == 0) {
+      EXPECT_FALSE(d["attributes"].contains("nvlinkClique")) << name;
+      continue;
+    }
+    ++gpus;
+    ASSERT_TRUE(d["attributes"].contains("nvlinkClique")) << name << " " << Logged();
+    EXPECT_EQ(d["attributes"]["nvlinkClique"]["int"], 0) << name;
+  }
+  EXPECT_GE(gpus, 8);
+  EXPECT_TRUE(agent.Stop());
+  unsetenv("FAKE_NVML_CONFIG");
+}
+
 TEST_F(AgentDra, ALostGpuLeavesThePoolAndIsReportedUnhealthy) {
   // GPU 1 falls off the bus (XID 79) 1.5 s after start.
   UseGpus({{1, {{"events", json::array({{{"at_ms", 1500}, {"xid", 79}}})}}}});
