@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "common/error.h"
+#include "common/hash.h"
 #include "common/strings.h"
 #include "common/yaml_out.h"
 #include "fleet/fleet_view.h"
@@ -37,7 +38,7 @@ std::string GroupPath(size_t i) { return "spec.nodeGroups[" + std::to_string(i) 
 // 8 hex digits of FNV-1a over the object's spec: the name suffix of an immutable template.
 std::string SpecHash(const ordered_json& spec) {
   char buf[9];
-  std::snprintf(buf, sizeof buf, "%08x", static_cast<unsigned>(fleet::Fnv1a(spec.dump()) & 0xffffffffu));
+  std::snprintf(buf, sizeof buf, "%08x", static_cast<unsigned>(Fnv1a(spec.dump()) & 0xffffffffu));
   return buf;
 }
 

@@ -1,4 +1,5 @@
 #include "cluster/vendor_stack.h"
+#include "common/hash.h"
 
 
 #include <algorithm>
@@ -372,7 +373,7 @@ std::string DevicePluginKey(const NodeGroup& g, bool mig_resources) {
   if (r.rename_by_default) key += "-renamed";
   if (r.fail_requests_greater_than_one) key += "-max1";
   if (mig_resources) key += "-" + g.sharing.mig;
-  if (key.size() > 63) key = key.substr(0, 46) + "-" + Hex(fleet::Fnv1a(key));
+  if (key.size() > 63) key = key.substr(0, 46) + "-" + Hex(Fnv1a(key));
   return key;
 }
 
@@ -855,7 +856,7 @@ class Builder {
       ordered_json data;
       data["agent.yaml"] = agent_yaml;
       if (mig_parted) data["mig-parted.yaml"] = *mig_parted;
-      const std::string config_hash = Hex(fleet::Fnv1a(ordered_json(data).dump()));
+      const std::string config_hash = Hex(Fnv1a(ordered_json(data).dump()));
       ordered_json labels = {{"app.kubernetes.io/name", "accel-agent"}, {kNodeGroupLabel, n.name}};
       ordered_json env = ordered_json::array();
       env.push_back({{"name", "NODE_NAME"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "spec.nodeName"}}}}}});

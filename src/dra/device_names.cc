@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "common/hash.h"
 #include "common/strings.h"
 
 namespace accel::dra {
@@ -44,15 +45,6 @@ std::string MigDeviceName(int gpu, std::string_view profile, int n) {
   return head + mid + tail;
 }
 
-uint64_t StableHash(std::string_view text) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
 std::string ResourceSliceName(std::string_view node, std::string_view driver, int n) {
   const std::string base = std::string(node) + "-" + std::string(driver);
   const std::string tail = "-" + std::to_string(n);
@@ -60,7 +52,7 @@ std::string ResourceSliceName(std::string_view node, std::string_view driver, in
   if (IsDnsSubdomain(name)) return name;
   // Too long (or odd characters): keep a readable head, then a hash of the whole base.
   char hash[17];
-  std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(StableHash(base)));
+  std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(Fnv1a(base)));
   std::string head;
   for (char c : base) {
     char l = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;

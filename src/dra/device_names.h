@@ -44,7 +44,5 @@ std::string DnsLabelFragment(std::string_view text);
 /// the same on every call.
 std::string ResourceSliceName(std::string_view node, std::string_view driver, int n);
 
-/// 64-bit FNV-1a of `text` (stable across runs and builds: used in names).
-uint64_t StableHash(std::string_view text);
 
 }  // namespace accel::dra

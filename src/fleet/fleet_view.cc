@@ -1,4 +1,5 @@
 #include "fleet/fleet_view.h"
+#include "common/hash.h"
 
 #include <algorithm>
 
@@ -40,12 +41,6 @@ RankRow RowWithoutState(const HostEntry& e, const HardwareInfo& hw, uint32_t har
 }
 
 }  // namespace
-
-uint64_t Fnv1a(const std::string& text) {
-  uint64_t h = 1469598103934665603ULL;
-  for (char c : text) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
-  return h;
-}
 
 void Summarize(HostEntry* e) {
   const topology::HostTopology& hw = *e->hardware;

@@ -56,9 +56,6 @@ struct HostEntry {
   std::string usage_key;
 };
 
-/// FNV-1a of `text`: RankRow::name_hash of a host name, and a scheduler's hash of its tiebreak
-/// seed (scheduler.cc mixes the two).
-uint64_t Fnv1a(const std::string& text);
 
 /// Computes summary and usage_key of `entry` from its hardware, policy and usage.
 void Summarize(HostEntry* entry);

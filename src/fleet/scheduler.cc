@@ -1,5 +1,7 @@
 #include "fleet/scheduler.h"
 
+#include "common/hash.h"
+
 #include <algorithm>
 #include <deque>
 #include <functional>

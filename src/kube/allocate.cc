@@ -10,6 +10,7 @@
 //    render nodes in the same order, which holds when every DRM device of the host has both (a
 //    BMC VGA device with a card node but no render node would shift the card numbers).
 #include "kube/allocate.h"
+#include "common/hash.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -41,10 +42,9 @@ std::string UnderRoot(const std::string& root, const std::string& path) {
 
 // FNV-1a 64: the same request gives the same annotation key, so checkpoint replays match.
 std::string StableHash(const std::vector<std::string>& ids) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (const std::string& id : ids) {
-    for (unsigned char c : id + ",") h = (h ^ c) * 0x100000001b3ull;
-  }
+  std::string text;
+  for (const std::string& id : ids) text += id + ",";
+  const uint64_t h = Fnv1a(text);
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
   return hex;

@@ -4,6 +4,7 @@
 // that fit by the order scheduler.h documents, computed here from the hardware and the claims
 // (not from FleetView's summaries).
 #include "fleet/scheduler.h"
+#include "common/hash.h"
 
 #include <algorithm>
 #include <chrono>
