@@ -6,7 +6,7 @@
 //   fleet_bench --claims [--hosts 2000] [--claimers 16] [--claims-each 60] [--refresh-ms 500]
 //               [--strategy pack|spread] [--scrambled-names] [--subset-size N] [--refresh-every K] [--hold N]
 //               [--kills N | --restart [--seconds 20] [--outage 3]] [--replicas R [--replica-claimers N,N..]]
-//               [--partition] [--json FILE]
+//               [--http [--concurrency N]] [--partition] [--json FILE]
 //
 // Default mode, all in this process, no database (a service holds the same view in memory):
 //   1. A fleet of --hosts hosts of 8 SKUs: the repository's host fixtures (HGX H100, HGX H200,
@@ -67,6 +67,12 @@
 #include <tuple>
 #include <unordered_map>
 #include <vector>
+
+#ifdef ACCEL_BINARY
+#include <httplib.h>
+
+#include "support/fleet_service.h"
+#endif
 
 #include "common/error.h"
 #include "fleet/capacity.h"
@@ -580,6 +586,14 @@ struct Args {
   /// (processes, each one FleetService as `accel fleet serve` runs it) and the claimers threads
   /// sending place requests to them in turn (in process: Handle(), no HTTP).
   int replicas = 0;
+  /// --http (with --replicas R): the replicas are R real `accel fleet serve` processes (the
+  /// binary built beside this bench) on loopback ports, and the claimers are processes, each an
+  /// HTTP client with one kept-alive connection to its replica: the issue's "HTTP clients
+  /// against 2 service replicas", sockets, HTTP parsing and the server's threads included.
+  bool http = false;
+  /// --concurrency (with --http): `accel fleet serve --concurrency` (HTTP workers and store
+  /// connections per replica); 0 = the claimers each replica serves.
+  int concurrency = 0;
   /// --replica-claimers N0,N1,...: claimers of each replica (uneven load: one replica's share
   /// runs dry first); empty = --claimers dealt out in turn.
   std::vector<int> replica_claimers;
@@ -595,7 +609,8 @@ struct Args {
                "       fleet_bench --claims [--hosts N] [--claimers N] [--claims-each N] [--refresh-ms MS]\n"
                "                   [--strategy pack|spread] [--scrambled-names] [--subset-size N]\n"
                "                   [--refresh-every K] [--hold N] [--kills N | --restart [--seconds S] [--outage S]]\n"
-               "                   [--replicas R [--replica-claimers N,N..]] [--partition] [--json FILE]\n";
+               "                   [--replicas R [--replica-claimers N,N..] [--http [--concurrency N]]]\n"
+               "                   [--partition] [--json FILE]\n";
   std::exit(error.empty() ? 0 : 2);
 }
 
@@ -647,6 +662,8 @@ Args ParseArgs(int argc, char** argv) {
     else if (k == "--hold") a.hold = static_cast<int>(number());
     else if (k == "--outage") a.outage = number();
     else if (k == "--replicas") a.replicas = static_cast<int>(number());
+    else if (k == "--http") a.http = true;
+    else if (k == "--concurrency") a.concurrency = static_cast<int>(number());
     else if (k == "--replica-claimers") {
       std::stringstream list(value());
       for (std::string n; std::getline(list, n, ',');) {
@@ -671,6 +688,9 @@ Args ParseArgs(int argc, char** argv) {
       Usage("--replica-claimers: one count per replica (--replicas), at most 64 in all");
     a.claimers = sum;
   }
+  if (a.http && a.replicas < 1) Usage("--http needs --replicas R (the accel fleet serve processes)");
+  if (a.http && !a.replica_claimers.empty()) Usage("--http deals the claimers out in turn: no --replica-claimers");
+  if (a.concurrency < 0 || a.concurrency > 256) Usage("--concurrency: 1-256");
   return a;
 }
 
@@ -1162,6 +1182,56 @@ pid_t StartClaimer(const ClaimerConfig& cfg, const PlacementRequest& req, Shared
   _exit(0);
 }
 
+#ifdef ACCEL_BINARY
+/// --http: one claimer process, an HTTP client with one kept-alive connection to the replica on
+/// `port`, sending `body` (its own seed) until it has made its claims. A request that placed
+/// nothing because every candidate was taken counts as not committed and is sent again; an
+/// error (no answer, not 200) is counted, waited on for 100 ms and retried.
+[[noreturn]] void HttpClaimerMain(const ClaimerConfig& cfg, int port, const nlohmann::json& body, int partitions,
+                                  int partition, SharedState* shared) {
+  SlotStats& st = shared->slots[cfg.slot];
+  st.start_ns = NowNs();
+  nlohmann::json b = body;
+  b["seed"] = cfg.seed;
+  const std::string request = b.dump();
+  httplib::Client client("127.0.0.1", port);
+  client.set_keep_alive(true);
+  client.set_read_timeout(60, 0);
+  // httplib writes the head and the body apart: without TCP_NODELAY the body waits for the
+  // server's delayed ACK (40 ms). Clients of the field set it (urllib3, Go's net/http do).
+  client.set_tcp_nodelay(true);
+  while (!shared->stop.load() && st.claims.load() < cfg.claims_each) {
+    const int64_t w = NowNs();
+    const int64_t c = CpuNs();
+    auto res = client.Post("/api/v1/place", request, "application/json");
+    st.claim_ns += NowNs() - w;
+    st.claim_cpu_ns += CpuNs() - c;
+    if (!res || res->status != 200) {
+      ++st.errors;
+      const std::string why = res ? std::to_string(res->status) + " " + res->body : httplib::to_string(res.error());
+      std::snprintf(st.last_error, sizeof st.last_error, "%s", why.c_str());
+      if (!st.first_error[0]) std::snprintf(st.first_error, sizeof st.first_error, "%s", why.c_str());
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      continue;
+    }
+    const nlohmann::json doc = nlohmann::json::parse(res->body);
+    st.retries += doc.value("retries", 0);
+    if (doc.value("placed", false)) {
+      ++st.claims;
+      if (partitions > 1 &&
+          accel::fleet::PartitionOfHost(doc["instances"][0]["host"].get<std::string>(), partitions) != partition)
+        ++st.outside_partition;
+      st.last_success_ns = NowNs();
+    } else {
+      ++st.not_committed;
+    }
+  }
+  st.end_ns = NowNs();
+  st.done = 1;
+  _exit(0);
+}
+#endif
+
 /// The checks every mode ends with: Audit, and every claim holding exactly its units.
 nlohmann::ordered_json CheckStore(const accel::test_support::PostgresServer& pg, const std::string& url) {
   nlohmann::ordered_json j;
@@ -1273,6 +1343,38 @@ int RunClaims(const Args& a, int argc, char** argv) {
   out["load_before_claims"] = LoadAverage();
 
   std::vector<pid_t> pids(n);
+  // --http: the replicas are `accel fleet serve` processes, loaded and listening before the clock
+  // starts (a service runs for days; its start is not a claim's cost).
+  std::vector<pid_t> serve_pids;
+  std::vector<int> serve_ports;
+  double serve_cpu_before = 0;
+#ifdef ACCEL_BINARY
+  std::vector<std::unique_ptr<accel::test_support::FleetServe>> serves;
+#endif
+  if (a.http) {
+#ifdef ACCEL_BINARY
+    const int per_replica = (n + a.replicas - 1) / a.replicas;
+    const int concurrency = a.concurrency > 0 ? a.concurrency : per_replica;
+    for (int r = 0; r < a.replicas; ++r) {
+      std::vector<std::string> args = {"--store", url, "--refresh-ms",
+                                       std::to_string(a.refresh_ms > 0 ? a.refresh_ms : 600000), "--concurrency",
+                                       std::to_string(concurrency)};
+      if (a.partition) args.insert(args.end(), {"--replica", std::to_string(r) + "/" + std::to_string(a.replicas)});
+      std::fflush(nullptr);
+      serves.push_back(std::make_unique<accel::test_support::FleetServe>(
+          ACCEL_BINARY, args, pg.directory() + "/fleet-serve-" + std::to_string(r) + ".log"));
+      serve_ports.push_back(serves.back()->port());
+      serve_pids.push_back(serves.back()->pid());
+    }
+    for (pid_t pid : serve_pids) serve_cpu_before += ProcCpuSeconds(pid, false);
+    out["http"] = {{"binary", ACCEL_BINARY}, {"concurrency", concurrency}};
+    std::printf("replicas: %d accel fleet serve processes on 127.0.0.1 ports", a.replicas);
+    for (int port : serve_ports) std::printf(" %d", port);
+    std::printf(", --concurrency %d%s\n", concurrency, a.partition ? ", --replica r/R" : "");
+#else
+    throw std::runtime_error("--http: this fleet_bench was built without the accel binary beside it");
+#endif
+  }
   const pid_t postmaster = pg.postmaster_pid();
   const double pg_cpu_before = PostgresCpuSeconds(postmaster);
   rusage ru_before{};
@@ -1292,7 +1394,18 @@ int RunClaims(const Args& a, int argc, char** argv) {
     body["strategy"] = a.spread ? "spread" : "pack";
     if (a.subset_size > 1) body["subset_size"] = a.subset_size;
     int next_slot = 0;
-    for (int r = 0; r < a.replicas; ++r) {
+#ifdef ACCEL_BINARY
+    if (a.http) {
+      for (int i = 0; i < n; ++i) {
+        const int r = i % a.replicas;
+        std::fflush(nullptr);
+        pids[i] = fork();
+        if (pids[i] < 0) throw std::runtime_error("fork failed");
+        if (pids[i] == 0) HttpClaimerMain(cfgs[i], serve_ports[r], body, a.partition ? a.replicas : 1, r, shared);
+      }
+    }
+#endif
+    for (int r = 0; r < a.replicas && !a.http; ++r) {
       std::vector<ClaimerConfig> mine;
       if (a.replica_claimers.empty()) {
         for (int i = r; i < n; i += a.replicas) mine.push_back(cfgs[i]);
@@ -1369,13 +1482,19 @@ int RunClaims(const Args& a, int argc, char** argv) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   }
-  if (a.replicas > 0)
+  if (a.replicas > 0 && !a.http)
     for (pid_t pid : replica_pids) waitpid(pid, nullptr, 0);
   else
     for (int i = 0; i < n; ++i) waitpid(pids[i], nullptr, 0);
   const int64_t run_end = NowNs();
   rusage ru_after{};
-  getrusage(RUSAGE_CHILDREN, &ru_after);
+  getrusage(RUSAGE_CHILDREN, &ru_after);  // the claimers only: the replicas are not reaped yet
+  double serve_cpu = 0;
+  for (pid_t pid : serve_pids) serve_cpu += ProcCpuSeconds(pid, false);
+  serve_cpu -= serve_cpu_before;
+#ifdef ACCEL_BINARY
+  for (auto& serve : serves) serve->Stop();
+#endif
   auto seconds = [](const timeval& tv) { return double(tv.tv_sec) + double(tv.tv_usec) / 1e6; };
   const double claimers_cpu = seconds(ru_after.ru_utime) + seconds(ru_after.ru_stime) - seconds(ru_before.ru_utime) -
                               seconds(ru_before.ru_stime);
@@ -1434,6 +1553,10 @@ int RunClaims(const Args& a, int argc, char** argv) {
   r["cpu_ms_per_claim"] = {{"claimers", claimers_cpu * per}, {"schedule", schedule_cpu * per},
                            {"claim_client", claim_cpu * per}, {"refresh", refresh_cpu * per},
                            {"postgres", pg_cpu * per}};
+  if (a.http) {
+    r["replicas_cpu_seconds"] = serve_cpu;
+    r["cpu_ms_per_claim"]["replicas"] = serve_cpu * per;
+  }
   out["run"] = r;
   std::printf("claims: %d claimers, %ld claims in %.2f s = %.0f claims/s; retries %ld (%.2f%% of claims), "
               "%ld decisions lost every candidate, %ld no fit, %ld errors, %ld releases\n",
@@ -1450,6 +1573,10 @@ int RunClaims(const Args& a, int argc, char** argv) {
               claimers_cpu * per, schedule_cpu * per, claim_cpu * per, refresh_cpu * per, release_cpu * per,
               pg_cpu < 0 ? "not measured (restarted)" : (std::to_string(pg_cpu * per).substr(0, 5) + " ms").c_str(),
               static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)));
+  if (a.http)
+    std::printf("        HTTP: claimers are HTTP clients (%.2f ms CPU per claim above); the accel fleet serve replicas "
+                "%.2f ms per claim (schedule, claim transaction, HTTP, refresh)\n",
+                claimers_cpu * per, serve_cpu * per);
   if (kills) {
     out["kills"] = {{"kills", kills_done}, {"mid_claim", kills_mid_claim}, {"claimers_restarted", restarts_of_claimers}};
     std::printf("kills: %d SIGKILLs (%d inside ClaimDecision), each claimer restarted\n", kills_done, kills_mid_claim);

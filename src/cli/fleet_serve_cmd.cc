@@ -34,6 +34,7 @@ struct FleetServeOptions {
   std::string seed;
   int subset_size = 1;
   std::string replica;  ///< "INDEX/COUNT"; "" = no partition
+  int concurrency = 8;  ///< requests served at once: HTTP workers and store connections
   bool once = false;
 };
 
@@ -49,6 +50,7 @@ int Serve(const FleetServeOptions& o) {
     so.capacity_every = std::chrono::milliseconds(1000LL * o.capacity_every_s);
     so.seed = o.seed;
     so.subset_size = o.subset_size;
+    so.connections = o.concurrency;
     if (so.subset_size > 1 && so.seed.empty())
       throw InputError("--subset-size", std::to_string(so.subset_size), "chooses among the best hosts by the seed's order",
                        "give the replica an identity with --seed (e.g. --seed $(hostname))");
@@ -64,6 +66,7 @@ int Serve(const FleetServeOptions& o) {
     fleet::FleetService* svc = service.get();
     server = std::make_unique<telemetry::MetricsServer>(
         std::move(web), [svc] { return std::make_shared<const std::string>(svc->Metrics()); }, [] { return true; });
+    server->SetWorkers(o.concurrency);  // a kept-alive client holds a worker: one per connection
     server->AddHandler("/", [svc](const telemetry::MetricsServer::Request& r) {
       fleet::ServiceReply reply = svc->Handle({r.method, r.path, r.query, r.body});
       return telemetry::MetricsServer::Reply{reply.status, reply.content_type, std::move(reply.body), reply.allow};
@@ -144,6 +147,10 @@ void RegisterFleetServe(CLI::App* fleet_cmd, int* exit_code) {
                   "INDEX/COUNT: this is replica INDEX (from 0) of COUNT sharing the store; it prefers its\n"
                   "share of the hosts (their name's hash modulo COUNT is INDEX) and falls back to all hosts\n"
                   "when none of its share fits; a request's partition overrides it");
+  cmd->add_option("--concurrency", o->concurrency,
+                  "requests served at once: HTTP worker threads and store connections (a client that\n"
+                  "keeps its connection open holds one worker; more clients wait for a free one)")
+      ->check(CLI::Range(1, 256))->capture_default_str();
   cmd->add_flag("--once", o->once, "start, print /metrics once, stop (for scripts and tests)");
   cmd->callback([o, exit_code] { *exit_code = Serve(*o); });
 }

@@ -807,7 +807,9 @@ std::vector<std::string> FleetStore::Audit() {
 
 // --- ClaimBatch -----------------------------------------------------------------------------
 
-ClaimBatch::ClaimBatch(FleetStore& store) : store_(store) {
+ClaimBatch::ClaimBatch(FleetStore& store, bool one_claim)
+    : store_(store), autocommit_(one_claim && store.db_->engine() == SqlEngine::kPostgres) {
+  if (autocommit_) return;
   store_.db_->Begin(true);
   open_ = true;
 }
@@ -819,6 +821,7 @@ ClaimBatch::~ClaimBatch() {
 std::string ClaimBatch::TryClaim(const std::string& host, int64_t expected_generation,
                                  const placement::Placement& p, std::string* conflict) {
   SqlConnection& db = *store_.db_;
+  if (autocommit_ && claimed_ > 0) throw std::logic_error("ClaimBatch: a one-claim batch has made its claim");
   // Before the first success there is nothing to keep: no savepoint (two statements fewer for
   // the common one-instance batch); a refusal by a constraint then starts the batch afresh.
   const bool savepoint = claimed_ > 0;
@@ -845,7 +848,7 @@ std::string ClaimBatch::TryClaim(const std::string& host, int64_t expected_gener
     if (savepoint) {
       db.Exec("ROLLBACK TO SAVEPOINT " + name);
       db.Exec("RELEASE SAVEPOINT " + name);
-    } else {
+    } else if (!autocommit_) {  // autocommit: the failed statement was its own transaction
       // PostgreSQL has aborted the transaction; SQLite kept the UPDATE. Nothing of the batch is
       // claimed yet, so a new transaction loses nothing. Begin throws SystemError on a lost
       // connection (the batch is lost then, as documented).
@@ -873,6 +876,7 @@ std::string ClaimBatch::TryClaim(const std::string& host, int64_t expected_gener
 }
 
 void ClaimBatch::Commit() {
+  if (!open_) return;  // autocommit: each claim was durable when TryClaim returned
   store_.db_->Commit();
   open_ = false;
 }

@@ -253,9 +253,16 @@ class FleetStore {
 /// refusal by a unique constraint rolls the transaction back and begins a new one (no savepoint:
 /// a one-instance request runs BEGIN, one claim statement, COMMIT on PostgreSQL); later claims
 /// run in a savepoint each. Destroying an uncommitted batch rolls every claim of it back.
+///
+/// `one_claim`: the batch will make at most one claim (a one-instance request trying its
+/// candidates in turn). On PostgreSQL each TryClaim is then one statement in its own implicit
+/// transaction — no BEGIN and COMMIT round trips, durable when it returns, atomic as any
+/// statement (the generation check, the claim and its units, or nothing) — and Commit does
+/// nothing. A second TryClaim after a success throws std::logic_error. SQLite keeps the explicit
+/// transaction (its write lock is what orders claimers there).
 class ClaimBatch {
  public:
-  explicit ClaimBatch(FleetStore& store);
+  explicit ClaimBatch(FleetStore& store, bool one_claim = false);
   ~ClaimBatch();
   ClaimBatch(const ClaimBatch&) = delete;
   ClaimBatch& operator=(const ClaimBatch&) = delete;
@@ -273,6 +280,7 @@ class ClaimBatch {
 
  private:
   FleetStore& store_;
+  bool autocommit_ = false;  ///< one_claim on PostgreSQL: no explicit transaction
   bool open_ = false;
   int savepoints_ = 0;
   int claimed_ = 0;  ///< successful TryClaims so far

@@ -35,8 +35,8 @@
 namespace accel::telemetry {
 
 // A scrape is a buffer write and a node has one or two Prometheus servers scraping it, so a few
-// threads serve it and keep RSS down.
-constexpr size_t kServerThreads = 4;
+// threads serve it and keep RSS down (SetWorkers raises it for an API server).
+constexpr size_t kDefaultWorkers = 4;
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -240,6 +240,7 @@ struct MetricsServer::Impl {
   int stop_fd = -1;          // eventfd, readable once Stop has begun
   SSL_CTX* tls = nullptr;    // null for plain HTTP
   std::thread acceptor;
+  size_t worker_count = kDefaultWorkers;  // SetWorkers; guarded by lifecycle_mu
   std::vector<std::thread> workers;
   std::atomic<bool> stopping{false};
   std::atomic<int> port{0};
@@ -591,6 +592,13 @@ void MetricsServer::AddHandler(const std::string& prefix, Handler handler) {
   impl_->handlers[prefix] = std::move(handler);
 }
 
+void MetricsServer::SetWorkers(int workers) {
+  std::lock_guard<std::mutex> lock(impl_->lifecycle_mu);
+  if (impl_->running) throw std::logic_error("MetricsServer::SetWorkers after Start");
+  if (workers < 1) throw std::logic_error("MetricsServer::SetWorkers: needs at least one worker");
+  impl_->worker_count = static_cast<size_t>(workers);
+}
+
 void MetricsServer::Start(const ListenAddress& address) {
   Impl& s = *impl_;
   std::lock_guard<std::mutex> lock(s.lifecycle_mu);
@@ -626,7 +634,7 @@ void MetricsServer::Start(const ListenAddress& address) {
   s.port = BoundPort(fd);
   // The socket is listening already: connections queue in the kernel until the acceptor polls.
   s.acceptor = std::thread([&s] { s.AcceptLoop(); });
-  for (size_t i = 0; i < kServerThreads; ++i) s.workers.emplace_back([&s] { s.WorkLoop(); });
+  for (size_t i = 0; i < s.worker_count; ++i) s.workers.emplace_back([&s] { s.WorkLoop(); });
   s.running = true;
 }
 

@@ -5,8 +5,8 @@
 //
 // A scrape never renders or waits on a device: it takes the body source's current pointer and
 // writes that buffer out, so its cost is the socket write. Thread-safe: Start/Stop may be called
-// from any thread; one acceptor thread hands connections to a pool of four workers, each serving
-// one kept-alive connection at a time. The sources are called from those workers, concurrently,
+// from any thread; one acceptor thread hands connections to a pool of workers (four unless
+// SetWorkers says otherwise), each serving one kept-alive connection at a time. The sources are called from those workers, concurrently,
 // and must be thread-safe.
 #pragma once
 
@@ -67,6 +67,12 @@ class MetricsServer {
   /// everything not otherwise served. /metrics and /health stay the server's own. Call before
   /// Start; throws std::logic_error when already started.
   void AddHandler(const std::string& prefix, Handler handler);
+
+  /// Serves with `workers` threads instead of four: each serves one kept-alive connection at a
+  /// time, so an API whose clients keep connections open needs one per concurrent client (`accel
+  /// fleet serve --concurrency`). Call before Start; throws std::logic_error when already started
+  /// or `workers` < 1.
+  void SetWorkers(int workers);
 
   /// Binds `address` (an empty host = every interface, IPv6 and IPv4; port 0 = an ephemeral
   /// port) and serves on a background thread until Stop. Returns once the server accepts

@@ -133,6 +133,42 @@ TEST_F(FleetStorePostgres, HostsAndClaimsBehaveAsOnSqlite) {
   EXPECT_TRUE(store->Audit().empty());
 }
 
+// A one-claim batch (ClaimDecision's for a one-instance request) runs each candidate as one
+// autocommitted statement: a refusal leaves nothing and the next candidate works, a success is
+// durable before Commit (no transaction is open: the server sees none), and a second claim is a
+// programming error.
+TEST_F(FleetStorePostgres, OneClaimBatchAutocommitsEachCandidate) {
+  FleetStore::OpenForMigration(url_)->Migrate();
+  auto store = FleetStore::Open(url_);
+  AddH100Hosts(*store, 2);
+  placement::PlacementRequest req = Request("gpu-4-2cell.yaml");
+  ASSERT_TRUE(PlaceAndClaim(*store, req, ""));
+  const Claim first = store->ListClaims().at(0);
+  const int64_t gen = store->GetHost(first.host)->generation;
+  {
+    ClaimBatch batch(*store, /*one_claim=*/true);
+    std::string conflict;
+    EXPECT_EQ(batch.TryClaim(first.host, gen, first.placement, &conflict), "");  // its units are taken
+    EXPECT_NE(conflict.find("unit is taken"), std::string::npos) << conflict;
+    EXPECT_EQ(batch.TryClaim(first.host, gen - 1, first.placement, &conflict), "");  // stale generation
+    EXPECT_NE(conflict.find("changed"), std::string::npos) << conflict;
+    EXPECT_EQ(pg_->Query("SELECT count(*) FROM pg_stat_activity WHERE state LIKE 'idle in transaction%'", "fleet"),
+              "0");
+    // The same placement on the other host (same hardware, nothing claimed there).
+    const std::string other = first.host == "gpu-100" ? "gpu-101" : "gpu-100";
+    placement::Placement p = first.placement;
+    p.host = other;
+    const std::string id = batch.TryClaim(other, store->GetHost(other)->generation, p, &conflict);
+    ASSERT_FALSE(id.empty()) << conflict;
+    // Durable already: another connection sees it before Commit.
+    EXPECT_EQ(pg_->Query("SELECT count(*) FROM claims WHERE id = '" + id + "'", "fleet"), "1");
+    EXPECT_THROW(batch.TryClaim(other, store->GetHost(other)->generation, p, &conflict), std::logic_error);
+    batch.Commit();
+  }
+  EXPECT_EQ(store->ListClaims().size(), 2u);
+  EXPECT_TRUE(store->Audit().empty());
+}
+
 TEST_F(FleetStorePostgres, ConcurrentProcessesNeverDoubleBook) {
   FleetStore::OpenForMigration(url_)->Migrate();
   AddH100Hosts(*FleetStore::Open(url_), 3);  // 3 hosts x 8 GPUs: 24 one-GPU instances at most

@@ -68,6 +68,8 @@ class FleetServe {
 
   /// The bound port.
   int port() const { return port_; }
+  /// The process id (for its CPU time in /proc; fleet_bench --http).
+  pid_t pid() const { return child_->pid(); }
   /// "http://127.0.0.1:PORT" (or https).
   std::string Url(bool tls = false) const {
     return std::string(tls ? "https" : "http") + "://127.0.0.1:" + std::to_string(port_);

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <future>
 #include <mutex>
@@ -402,6 +403,39 @@ TEST(MetricsServer, StopIsQuickWithAnIdleKeptAliveClient) {
   EXPECT_TRUE(returned) << "Stop waits for an idle keep-alive client";
   if (!returned) client.reset();  // hang up, so the thread can finish
   stopper.join();
+}
+
+// SetWorkers: as many kept-alive connections served at once as workers (`accel fleet serve
+// --concurrency`). The handler holds every request until all clients are inside it, which only
+// happens when each connection has a worker; the 60 s wait only bounds a failure.
+TEST(MetricsServer, SetWorkersServesThatManyConnectionsAtOnce) {
+  Exporter e;
+  constexpr int kClients = 6;  // more than the default four
+  std::mutex mu;
+  std::condition_variable cv;
+  int inside = 0;
+  e.server().AddHandler("/wait", [&](const MetricsServer::Request&) {
+    std::unique_lock<std::mutex> lock(mu);
+    ++inside;
+    cv.notify_all();
+    const bool all = cv.wait_for(lock, std::chrono::seconds(60), [&] { return inside >= kClients; });
+    return MetricsServer::Reply{all ? 200 : 504, "text/plain; charset=utf-8", all ? "together\n" : "alone\n", ""};
+  });
+  EXPECT_THROW(e.server().SetWorkers(0), std::logic_error);
+  e.server().SetWorkers(kClients);
+  e.Start();
+  EXPECT_THROW(e.server().SetWorkers(8), std::logic_error);  // after Start
+  std::atomic<int> together{0};
+  std::vector<std::thread> clients;
+  for (int i = 0; i < kClients; ++i)
+    clients.emplace_back([&] {
+      auto c = PlainClient(e.port());
+      c->set_keep_alive(true);
+      c->set_read_timeout(90);
+      if (auto res = c->Get("/wait"); res && res->status == 200) ++together;
+    });
+  for (std::thread& t : clients) t.join();
+  EXPECT_EQ(together.load(), kClients);
 }
 
 // ---- TLS -------------------------------------------------------------------------------------
