@@ -1115,6 +1115,23 @@ pid_t StartClaimer(const ClaimerConfig& cfg, const PlacementRequest& req, Shared
   return pid;
 }
 
+/// Counts a 200 answer of the place route in `st`: a claim (and whether its host lies outside
+/// `partition`), or a decision whose every candidate was taken; the retries it reports.
+void CountPlaceAnswer(const std::string& body, accel::fleet::SchedulePartition partition, SlotStats& st) {
+  const nlohmann::json doc = nlohmann::json::parse(body);
+  st.retries += doc.value("retries", 0);
+  if (doc.value("placed", false)) {
+    ++st.claims;
+    if (partition.count > 1 &&
+        accel::fleet::PartitionOfHost(doc["instances"][0]["host"].get<std::string>(), partition.count) !=
+            partition.index)
+      ++st.outside_partition;
+    st.last_success_ns = NowNs();
+  } else {
+    ++st.not_committed;
+  }
+}
+
 /// --replicas: one scheduler replica, a FleetService (refresh every --refresh-ms, as `accel fleet
 /// serve`), and the claimer threads of slots `slots`, each sending `body` (with its own seed) to
 /// the service's place route until it has made its claims. A request that placed nothing
@@ -1156,18 +1173,7 @@ pid_t StartClaimer(const ClaimerConfig& cfg, const PlacementRequest& req, Shared
             std::this_thread::sleep_for(std::chrono::milliseconds(100));
             continue;
           }
-          const nlohmann::json doc = nlohmann::json::parse(r.body);
-          st.retries += doc.value("retries", 0);
-          if (doc.value("placed", false)) {
-            ++st.claims;
-            if (partition.count > 1 &&
-                accel::fleet::PartitionOfHost(doc["instances"][0]["host"].get<std::string>(), partition.count) !=
-                    partition.index)
-              ++st.outside_partition;
-            st.last_success_ns = NowNs();
-          } else {
-            ++st.not_committed;
-          }
+          CountPlaceAnswer(r.body, partition, st);
         }
         st.end_ns = NowNs();
         st.done = 1;
@@ -1187,8 +1193,8 @@ pid_t StartClaimer(const ClaimerConfig& cfg, const PlacementRequest& req, Shared
 /// `port`, sending `body` (its own seed) until it has made its claims. A request that placed
 /// nothing because every candidate was taken counts as not committed and is sent again; an
 /// error (no answer, not 200) is counted, waited on for 100 ms and retried.
-[[noreturn]] void HttpClaimerMain(const ClaimerConfig& cfg, int port, const nlohmann::json& body, int partitions,
-                                  int partition, SharedState* shared) {
+[[noreturn]] void HttpClaimerMain(const ClaimerConfig& cfg, int port, const nlohmann::json& body,
+                                  accel::fleet::SchedulePartition partition, SharedState* shared) {
   SlotStats& st = shared->slots[cfg.slot];
   st.start_ns = NowNs();
   nlohmann::json b = body;
@@ -1214,17 +1220,7 @@ pid_t StartClaimer(const ClaimerConfig& cfg, const PlacementRequest& req, Shared
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       continue;
     }
-    const nlohmann::json doc = nlohmann::json::parse(res->body);
-    st.retries += doc.value("retries", 0);
-    if (doc.value("placed", false)) {
-      ++st.claims;
-      if (partitions > 1 &&
-          accel::fleet::PartitionOfHost(doc["instances"][0]["host"].get<std::string>(), partitions) != partition)
-        ++st.outside_partition;
-      st.last_success_ns = NowNs();
-    } else {
-      ++st.not_committed;
-    }
+    CountPlaceAnswer(res->body, partition, st);
   }
   st.end_ns = NowNs();
   st.done = 1;
@@ -1401,7 +1397,10 @@ int RunClaims(const Args& a, int argc, char** argv) {
         std::fflush(nullptr);
         pids[i] = fork();
         if (pids[i] < 0) throw std::runtime_error("fork failed");
-        if (pids[i] == 0) HttpClaimerMain(cfgs[i], serve_ports[r], body, a.partition ? a.replicas : 1, r, shared);
+        if (pids[i] == 0) HttpClaimerMain(cfgs[i], serve_ports[r], body,
+                                          a.partition ? accel::fleet::SchedulePartition{r, a.replicas}
+                                                      : accel::fleet::SchedulePartition{},
+                                          shared);
       }
     }
 #endif
