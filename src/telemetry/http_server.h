@@ -6,8 +6,8 @@
 // A scrape never renders or waits on a device: it takes the body source's current pointer and
 // writes that buffer out, so its cost is the socket write. Thread-safe: Start/Stop may be called
 // from any thread; one acceptor thread hands connections to a pool of workers (four unless
-// SetWorkers says otherwise), each serving one kept-alive connection at a time. The sources are called from those workers, concurrently,
-// and must be thread-safe.
+// SetWorkers says otherwise), each serving one kept-alive connection at a time. The sources are
+// called from those workers, concurrently, and must be thread-safe.
 #pragma once
 
 #include <cstdint>
