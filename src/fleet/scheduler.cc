@@ -327,43 +327,52 @@ ScheduleResult Schedule(const FleetView& view, const placement::PlacementRequest
   }
   std::vector<RankKey> ranked;
   ranked.reserve(n);
+  std::vector<size_t> others;  // hosts of the other replicas' partitions, ranked only when needed
   for (int instance = 0; instance < options.count; ++instance) {
     CauseTally causes;
     ranked.clear();
-    for (size_t i = 0; i < n; ++i) {
+    others.clear();
+    // Filters and count checks; a host that passes joins `ranked` (outside: 1 for a host of
+    // another replica's partition).
+    auto consider = [&](size_t i, int outside) {
       const RankRow& row = work.Row(view, i);
       auto name = [&] { return view.hosts()[i].record.name; };
       if (!row.enabled) {
         causes.Add(HostAdminStateName(view.hosts()[i].record.state), name);
-        continue;
+        return;
       }
       if (now > row.stale_after_unix) {
         causes.Add("stale (no heartbeat from its agent)", name);
-        continue;
+        return;
       }
       if (!options.where.empty() && !MatchesAll(options.where, view.hosts()[i].record.labels)) {
         causes.Add("labels do not match --where", name);
-        continue;
+        return;
       }
       if (!skipped.empty() && skipped[i]) {
         causes.Add("claim in flight on this scheduler", name);
-        continue;
+        return;
       }
       if (options.different_hosts && work.instances_on.count(i)) {
         causes.Add("holds an earlier instance (--different-hosts)", name);
-        continue;
+        return;
       }
       if (const Shortfall why = counts.Check(row, &WorkingLookup::Entry, &lookup, i); why != Shortfall::kNone) {
         causes.Add(why == Shortfall::kCpus ? "CPUs" : "PCI devices",
                    [&] { return name() + ": " + counts.Explain(why, row, work.Get(view, i)); });
-        continue;
+        return;
       }
-      ranked.push_back(RankKey{partitioned && PartitionOf(row.name_hash, part.count) != part.index ? 1 : 0,
-                               sign * row.free_accelerators, sign * row.free_pinnable_cpus,
+      ranked.push_back(RankKey{outside, sign * row.free_accelerators, sign * row.free_pinnable_cpus,
                                row.partly_used_node ? 0 : 1, row.idle ? 1 : 0,
                                seeded ? SeededTiebreak(seed_hash, row.name_hash) : 0, static_cast<uint32_t>(i)});
+    };
+    // The partition's own hosts rank before every other host, so the others are filtered and
+    // ranked only when the own ones give fewer candidates than wanted: with R replicas a
+    // decision usually visits 1/R of the fleet. The order, and so the answer, is the same.
+    for (size_t i = 0; i < n; ++i) {
+      if (partitioned && PartitionOf(work.Row(view, i).name_hash, part.count) != part.index) others.push_back(i);
+      else consider(i, 0);
     }
-    result.hosts_ranked = static_cast<int>(ranked.size());
 
     // Best first; sort only as deep as needed (most decisions end in the first few dozen).
     const int subset = seeded ? std::max(1, options.subset_size) : 1;
@@ -371,7 +380,13 @@ ScheduleResult Schedule(const FleetView& view, const placement::PlacementRequest
     std::vector<Candidate> found;
     size_t own_found = 0;  // the first own_found of `found` are of this replica's partition
     size_t sorted = 0;
-    for (size_t pos = 0; pos < ranked.size() && static_cast<int>(found.size()) < wanted; ++pos) {
+    for (size_t pos = 0; static_cast<int>(found.size()) < wanted; ++pos) {
+      if (pos == ranked.size()) {
+        if (others.empty()) break;
+        for (size_t i : others) consider(i, 1);  // ranked after every own host: sorted stays valid
+        others.clear();
+        if (pos == ranked.size()) break;
+      }
       if (pos == sorted) {
         const size_t next = std::min(ranked.size(), std::max<size_t>(64, sorted * 4));
         std::partial_sort(ranked.begin() + static_cast<long>(sorted), ranked.begin() + static_cast<long>(next),
@@ -396,6 +411,7 @@ ScheduleResult Schedule(const FleetView& view, const placement::PlacementRequest
       if (ranked[pos].outside == 0) ++own_found;
       found.push_back(std::move(c));
     }
+    result.hosts_ranked = static_cast<int>(ranked.size());
     if (found.empty()) {
       result.why_not = causes.MostHostsFirst();
       return result;

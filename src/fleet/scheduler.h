@@ -119,7 +119,10 @@ struct ScheduleResult {
   /// For the first instance that did not fit: why, per cause, most hosts first.
   std::vector<CauseCount> why_not;
   int engine_calls = 0;                     ///< placement-engine runs (distinct host states)
-  int hosts_ranked = 0;                     ///< hosts that passed the filters and counts
+  /// Hosts that passed the filters and counts, of the last instance decided. With a partition
+  /// only the partition's own hosts when they gave enough candidates (the others are not looked
+  /// at then).
+  int hosts_ranked = 0;
 };
 
 /// Decides `options.count` instances of `request` on `view`. Instances after the first see the
