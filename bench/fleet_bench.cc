@@ -690,7 +690,7 @@ Args ParseArgs(int argc, char** argv) {
   }
   if (a.http && a.replicas < 1) Usage("--http needs --replicas R (the accel fleet serve processes)");
   if (a.http && !a.replica_claimers.empty()) Usage("--http deals the claimers out in turn: no --replica-claimers");
-  if (a.concurrency < 0 || a.concurrency > 256) Usage("--concurrency: 1-256");
+  if (a.concurrency < 0 || a.concurrency > 256) Usage("--concurrency: 1-256 (0, the default: the claimers of each replica)");
   return a;
 }
 
