@@ -68,12 +68,6 @@
 #include <unordered_map>
 #include <vector>
 
-#ifdef ACCEL_BINARY
-#include <httplib.h>
-
-#include "support/fleet_service.h"
-#endif
-
 #include "common/error.h"
 #include "fleet/capacity.h"
 #include "fleet/claimer.h"
@@ -89,6 +83,9 @@
 #include "topology/sources.h"
 
 #ifdef ACCEL_BENCH_HAVE_POSTGRES_HARNESS
+#include <httplib.h>
+
+#include "support/fleet_service.h"
 #include "support/postgres_server.h"
 #endif
 
@@ -1188,7 +1185,6 @@ void CountPlaceAnswer(const std::string& body, accel::fleet::SchedulePartition p
   _exit(0);
 }
 
-#ifdef ACCEL_BINARY
 /// --http: one claimer process, an HTTP client with one kept-alive connection to the replica on
 /// `port`, sending `body` (its own seed) until it has made its claims. A request that placed
 /// nothing because every candidate was taken counts as not committed and is sent again; an
@@ -1226,7 +1222,6 @@ void CountPlaceAnswer(const std::string& body, accel::fleet::SchedulePartition p
   st.done = 1;
   _exit(0);
 }
-#endif
 
 /// The checks every mode ends with: Audit, and every claim holding exactly its units.
 nlohmann::ordered_json CheckStore(const accel::test_support::PostgresServer& pg, const std::string& url) {
@@ -1341,14 +1336,13 @@ int RunClaims(const Args& a, int argc, char** argv) {
   std::vector<pid_t> pids(n);
   // --http: the replicas are `accel fleet serve` processes, loaded and listening before the clock
   // starts (a service runs for days; its start is not a claim's cost).
-  std::vector<pid_t> serve_pids;
-  std::vector<int> serve_ports;
-  double serve_cpu_before = 0;
-#ifdef ACCEL_BINARY
   std::vector<std::unique_ptr<accel::test_support::FleetServe>> serves;
-#endif
+  auto serves_cpu = [&serves] {
+    double cpu = 0;
+    for (const auto& serve : serves) cpu += ProcCpuSeconds(serve->pid(), false);
+    return cpu;
+  };
   if (a.http) {
-#ifdef ACCEL_BINARY
     const int per_replica = (n + a.replicas - 1) / a.replicas;
     const int concurrency = a.concurrency > 0 ? a.concurrency : per_replica;
     for (int r = 0; r < a.replicas; ++r) {
@@ -1359,18 +1353,13 @@ int RunClaims(const Args& a, int argc, char** argv) {
       std::fflush(nullptr);
       serves.push_back(std::make_unique<accel::test_support::FleetServe>(
           ACCEL_BINARY, args, pg.directory() + "/fleet-serve-" + std::to_string(r) + ".log"));
-      serve_ports.push_back(serves.back()->port());
-      serve_pids.push_back(serves.back()->pid());
     }
-    for (pid_t pid : serve_pids) serve_cpu_before += ProcCpuSeconds(pid, false);
     out["http"] = {{"binary", ACCEL_BINARY}, {"concurrency", concurrency}};
     std::printf("replicas: %d accel fleet serve processes on 127.0.0.1 ports", a.replicas);
-    for (int port : serve_ports) std::printf(" %d", port);
+    for (const auto& serve : serves) std::printf(" %d", serve->port());
     std::printf(", --concurrency %d%s\n", concurrency, a.partition ? ", --replica r/R" : "");
-#else
-    throw std::runtime_error("--http: this fleet_bench was built without the accel binary beside it");
-#endif
   }
+  const double serve_cpu_before = serves_cpu();
   const pid_t postmaster = pg.postmaster_pid();
   const double pg_cpu_before = PostgresCpuSeconds(postmaster);
   rusage ru_before{};
@@ -1390,20 +1379,18 @@ int RunClaims(const Args& a, int argc, char** argv) {
     body["strategy"] = a.spread ? "spread" : "pack";
     if (a.subset_size > 1) body["subset_size"] = a.subset_size;
     int next_slot = 0;
-#ifdef ACCEL_BINARY
     if (a.http) {
       for (int i = 0; i < n; ++i) {
         const int r = i % a.replicas;
         std::fflush(nullptr);
         pids[i] = fork();
         if (pids[i] < 0) throw std::runtime_error("fork failed");
-        if (pids[i] == 0) HttpClaimerMain(cfgs[i], serve_ports[r], body,
+        if (pids[i] == 0) HttpClaimerMain(cfgs[i], serves[static_cast<size_t>(r)]->port(), body,
                                           a.partition ? accel::fleet::SchedulePartition{r, a.replicas}
                                                       : accel::fleet::SchedulePartition{},
                                           shared);
       }
     }
-#endif
     for (int r = 0; r < a.replicas && !a.http; ++r) {
       std::vector<ClaimerConfig> mine;
       if (a.replica_claimers.empty()) {
@@ -1488,12 +1475,8 @@ int RunClaims(const Args& a, int argc, char** argv) {
   const int64_t run_end = NowNs();
   rusage ru_after{};
   getrusage(RUSAGE_CHILDREN, &ru_after);  // the claimers only: the replicas are not reaped yet
-  double serve_cpu = 0;
-  for (pid_t pid : serve_pids) serve_cpu += ProcCpuSeconds(pid, false);
-  serve_cpu -= serve_cpu_before;
-#ifdef ACCEL_BINARY
+  const double serve_cpu = serves_cpu() - serve_cpu_before;
   for (auto& serve : serves) serve->Stop();
-#endif
   auto seconds = [](const timeval& tv) { return double(tv.tv_sec) + double(tv.tv_usec) / 1e6; };
   const double claimers_cpu = seconds(ru_after.ru_utime) + seconds(ru_after.ru_stime) - seconds(ru_before.ru_utime) -
                               seconds(ru_before.ru_stime);
