@@ -1,6 +1,4 @@
 #include "cluster/vendor_stack.h"
-#include "common/hash.h"
-
 
 #include <algorithm>
 #include <cstdio>
@@ -11,6 +9,7 @@
 
 #include "cluster/check.h"
 #include "common/error.h"
+#include "common/hash.h"
 #include "common/version.h"
 #include "common/yaml_out.h"
 #include "fleet/fleet_view.h"

@@ -44,5 +44,4 @@ std::string DnsLabelFragment(std::string_view text);
 /// the same on every call.
 std::string ResourceSliceName(std::string_view node, std::string_view driver, int n);
 
-
 }  // namespace accel::dra

@@ -252,7 +252,8 @@ class FleetStore {
 /// the caller tries its next: until the first claim succeeds there is nothing to keep, so a
 /// refusal by a unique constraint rolls the transaction back and begins a new one (no savepoint:
 /// a batch's first claim is BEGIN, one claim statement, COMMIT on PostgreSQL, or the statement
-/// alone with `one_claim` below); later claims run in a savepoint each. Destroying an uncommitted batch rolls every claim of it back.
+/// alone with `one_claim` below); later claims run in a savepoint each. Destroying an uncommitted
+/// batch rolls every claim of it back.
 ///
 /// `one_claim`: the batch will make at most one claim (a one-instance request trying its
 /// candidates in turn). On PostgreSQL each TryClaim is then one statement in its own implicit

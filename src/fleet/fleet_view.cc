@@ -1,9 +1,9 @@
 #include "fleet/fleet_view.h"
-#include "common/hash.h"
 
 #include <algorithm>
 
 #include "common/error.h"
+#include "common/hash.h"
 #include "fleet/host_policy_file.h"
 #include "placement/node_view.h"
 

@@ -56,7 +56,6 @@ struct HostEntry {
   std::string usage_key;
 };
 
-
 /// Computes summary and usage_key of `entry` from its hardware, policy and usage.
 void Summarize(HostEntry* entry);
 

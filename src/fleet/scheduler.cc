@@ -1,7 +1,5 @@
 #include "fleet/scheduler.h"
 
-#include "common/hash.h"
-
 #include <algorithm>
 #include <deque>
 #include <functional>
@@ -11,6 +9,7 @@
 #include <unordered_map>
 
 #include "common/error.h"
+#include "common/hash.h"
 #include "placement/pci_fit.h"
 
 namespace accel::fleet {
@@ -368,7 +367,8 @@ ScheduleResult Schedule(const FleetView& view, const placement::PlacementRequest
     };
     // The partition's own hosts rank before every other host, so the others are filtered and
     // ranked only when the own ones give fewer candidates than wanted: with R replicas a
-    // decision usually visits 1/R of the fleet. The order, and so the answer, is the same.
+    // decision usually filters and ranks 1/R of the fleet. The order, and so the answer, is the
+    // same.
     for (size_t i = 0; i < n; ++i) {
       if (partitioned && PartitionOf(work.Row(view, i).name_hash, part.count) != part.index) others.push_back(i);
       else consider(i, 0);
