@@ -594,6 +594,12 @@ struct Args {
   /// --replica-claimers N0,N1,...: claimers of each replica (uneven load: one replica's share
   /// runs dry first); empty = --claimers dealt out in turn.
   std::vector<int> replica_claimers;
+  /// --pg-statements: load pg_stat_statements into the private server and print, after the
+  /// claim phase, the statements PostgreSQL spent its time on during it (calls, ms each, rows).
+  bool pg_statements = false;
+  /// --schema3-units: put back what schema 4 removed from claim_units (the foreign key to claims
+  /// and the claim_id index) after migrating, so one bench compares both in the same window.
+  bool schema3_units = false;
 };
 
 /// Prints the usage; exits 0 for --help (`error` empty), else 2 after the error.
@@ -607,7 +613,7 @@ struct Args {
                "                   [--strategy pack|spread] [--scrambled-names] [--subset-size N]\n"
                "                   [--refresh-every K] [--hold N] [--kills N | --restart [--seconds S] [--outage S]]\n"
                "                   [--replicas R [--replica-claimers N,N..] [--http [--concurrency N]]]\n"
-               "                   [--partition] [--json FILE]\n";
+               "                   [--partition] [--pg-statements] [--schema3-units] [--json FILE]\n";
   std::exit(error.empty() ? 0 : 2);
 }
 
@@ -661,6 +667,8 @@ Args ParseArgs(int argc, char** argv) {
     else if (k == "--replicas") a.replicas = static_cast<int>(number());
     else if (k == "--http") a.http = true;
     else if (k == "--concurrency") a.concurrency = static_cast<int>(number());
+    else if (k == "--pg-statements") a.pg_statements = true;
+    else if (k == "--schema3-units") a.schema3_units = true;
     else if (k == "--replica-claimers") {
       std::stringstream list(value());
       for (std::string n; std::getline(list, n, ',');) {
@@ -1124,6 +1132,8 @@ void CountPlaceAnswer(const std::string& body, accel::fleet::SchedulePartition p
             partition.index)
       ++st.outside_partition;
     st.last_success_ns = NowNs();
+  } else if (doc.value("retries", 0) == 0) {
+    ++st.no_fit;  // nothing fits the whole fleet: no candidate was even tried
   } else {
     ++st.not_committed;
   }
@@ -1171,6 +1181,7 @@ void CountPlaceAnswer(const std::string& body, accel::fleet::SchedulePartition p
             continue;
           }
           CountPlaceAnswer(r.body, partition, st);
+          if (st.no_fit.load() > 0) break;  // the fleet is full for this flavor
         }
         st.end_ns = NowNs();
         st.done = 1;
@@ -1217,6 +1228,9 @@ void CountPlaceAnswer(const std::string& body, accel::fleet::SchedulePartition p
       continue;
     }
     CountPlaceAnswer(res->body, partition, st);
+    // The fleet is full for this flavor: more requests would only ask again (--claims-each
+    // larger than the hosts' slots); the run reports the no-fits.
+    if (st.no_fit.load() > 0) break;
   }
   st.end_ns = NowNs();
   st.done = 1;
@@ -1268,13 +1282,22 @@ int RunClaims(const Args& a, int argc, char** argv) {
   Requests rq = LoadRequests(a);
   std::vector<Sku> skus = LoadSkus(a.source_dir, a.shared_dir, a.hosts);
 
-  PostgresServer pg({"shared_buffers = '256MB'"});
+  std::vector<std::string> settings = {"shared_buffers = '256MB'"};
+  if (a.pg_statements) settings.push_back("shared_preload_libraries = 'pg_stat_statements'");
+  PostgresServer pg(settings);
   pg.CreateDatabase("fleet");
+  if (a.pg_statements) pg.Query("CREATE EXTENSION pg_stat_statements", "fleet");
   const std::string url = pg.Url("fleet");
   std::printf("postgresql: %s (fsync on)\n", pg.directory().c_str());
   {
     auto admin = accel::fleet::FleetStore::OpenForMigration(url);
     admin->Migrate();
+  }
+  if (a.schema3_units) {
+    pg.Query("ALTER TABLE claim_units ADD CONSTRAINT claim_units_claim_id_fkey FOREIGN KEY (claim_id) "
+             "REFERENCES claims(id) ON DELETE CASCADE", "fleet");
+    pg.Query("CREATE INDEX claim_units_by_claim ON claim_units(claim_id)", "fleet");
+    std::printf("claim_units: schema 3's foreign key and claim_id index put back (--schema3-units)\n");
   }
   auto t0 = Clock::now();
   {
@@ -1361,6 +1384,7 @@ int RunClaims(const Args& a, int argc, char** argv) {
   }
   const double serve_cpu_before = serves_cpu();
   const pid_t postmaster = pg.postmaster_pid();
+  if (a.pg_statements) pg.Query("SELECT pg_stat_statements_reset()", "fleet");
   const double pg_cpu_before = PostgresCpuSeconds(postmaster);
   rusage ru_before{};
   getrusage(RUSAGE_CHILDREN, &ru_before);
@@ -1559,6 +1583,17 @@ int RunClaims(const Args& a, int argc, char** argv) {
     std::printf("        HTTP: claimers are HTTP clients (%.2f ms CPU per claim above); the accel fleet serve replicas "
                 "%.2f ms per claim (schedule, claim transaction, HTTP, refresh)\n",
                 claimers_cpu * per, serve_cpu * per);
+  if (a.pg_statements) {
+    // What the server ran during the claim phase, costliest first (planning is not tracked).
+    std::printf("        PostgreSQL statements (pg_stat_statements; calls, ms each, rows each, share of exec time):\n");
+    std::istringstream rows(pg.Query(
+        "SELECT calls, round((total_exec_time / calls)::numeric, 3), round(rows::numeric / calls, 1), "
+        "round((100 * total_exec_time / sum(total_exec_time) OVER ())::numeric, 1), "
+        "left(regexp_replace(query, '\\s+', ' ', 'g'), 110) FROM pg_stat_statements "
+        "WHERE calls > 0 ORDER BY total_exec_time DESC LIMIT 12",
+        "fleet"));
+    for (std::string line; std::getline(rows, line);) std::printf("          %s\n", line.c_str());
+  }
   if (kills) {
     out["kills"] = {{"kills", kills_done}, {"mid_claim", kills_mid_claim}, {"claimers_restarted", restarts_of_claimers}};
     std::printf("kills: %d SIGKILLs (%d inside ClaimDecision), each claimer restarted\n", kills_done, kills_mid_claim);

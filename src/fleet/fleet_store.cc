@@ -36,7 +36,7 @@ const char* const kSchemaV1[] = {
 };
 
 // Version 2: the fleet. claim_units is what makes double booking impossible: one row per CPU and
-// device a claim holds, unique per host.
+// device a claim holds, unique per host. (Its foreign key and claim_id index went in version 4.)
 const char* const kSchemaV2[] = {
     "CREATE TABLE accel_schema(version INTEGER NOT NULL)",
     "CREATE TABLE topologies("
@@ -76,6 +76,32 @@ const char* const kSchemaV3[] = {
     "  change_number BIGINT NOT NULL)",
     "CREATE INDEX removed_hosts_by_change ON removed_hosts(change_number)",
     "INSERT INTO accel_schema(version) VALUES (3)",
+};
+
+// Version 4: claim_units without its foreign key to claims and without its claim_id index. Every
+// writer inserts a claim's units with the claim (one statement on PostgreSQL, one transaction on
+// SQLite) and deletes them with it (Release, RemoveHost: by host, which the primary key leads
+// with), so the key guarded nothing the writers do not, and Audit() reports an orphan unit
+// row if one ever appears. What it cost: PostgreSQL checks a foreign key once per inserted row
+// (36 checks for a 4-GPU claim) and the second index took 36 more entries; together about a third
+// of the server's CPU per claim (docs/benchmarks.md, "Schema 4"). The primary key (host, unit),
+// which is what makes double booking impossible, stays. SQLite cannot drop a constraint, so the
+// table is rebuilt (it never enforced the key: foreign_keys is off).
+const char* const kSchemaV4Postgres[] = {
+    "ALTER TABLE claim_units DROP CONSTRAINT IF EXISTS claim_units_claim_id_fkey",
+    "DROP INDEX IF EXISTS claim_units_by_claim",
+    "INSERT INTO accel_schema(version) VALUES (4)",
+};
+const char* const kSchemaV4Sqlite[] = {
+    "CREATE TABLE claim_units_v4("
+    "  host TEXT NOT NULL,"
+    "  unit TEXT NOT NULL,"
+    "  claim_id TEXT NOT NULL,"
+    "  PRIMARY KEY (host, unit))",
+    "INSERT INTO claim_units_v4(host, unit, claim_id) SELECT host, unit, claim_id FROM claim_units",
+    "DROP TABLE claim_units",  // and its claim_units_by_claim index
+    "ALTER TABLE claim_units_v4 RENAME TO claim_units",
+    "INSERT INTO accel_schema(version) VALUES (4)",
 };
 
 // The change number a write stores (fleet_store.h explains both engines' choice).
@@ -355,6 +381,12 @@ int FleetStore::Migrate() {
   if (found < 2) MigrateV1ToV2(db);
   if (found < 3)
     for (const char* sql : kSchemaV3) db.Exec(sql);
+  if (found < 4) {
+    if (db.engine() == SqlEngine::kPostgres)
+      for (const char* sql : kSchemaV4Postgres) db.Exec(sql);
+    else
+      for (const char* sql : kSchemaV4Sqlite) db.Exec(sql);
+  }
   if (db.engine() == SqlEngine::kSqlite) db.Exec("PRAGMA user_version = " + std::to_string(kSchemaVersion));
   tx.Commit();
   return found;
@@ -743,7 +775,8 @@ bool FleetStore::Release(const std::string& id) {
   SqlTransaction tx(db, true);
   SqlResult r = db.Exec("SELECT host FROM claims WHERE id = $1", {id});
   if (r.rows.empty()) return false;
-  db.Exec("DELETE FROM claim_units WHERE claim_id = $1", {id});
+  // By host first: the primary key's leading column finds the host's few hundred rows at most.
+  db.Exec("DELETE FROM claim_units WHERE host = $1 AND claim_id = $2", {Text(r.rows[0][0]), id});
   db.Exec("DELETE FROM claims WHERE id = $1", {id});
   db.Exec(std::string("UPDATE hosts SET generation = generation + 1, change_number = ") + ChangeNumberSql(db) +
               " WHERE name = $1",

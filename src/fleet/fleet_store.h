@@ -37,7 +37,8 @@
 //
 // Schema versions (`accel fleet store migrate`): 1 = the claims table of accel's first claim
 // store; 2 = hosts, topologies (one row per distinct hardware) and claim_units; 3 = the change
-// feed (hosts.change, removed_hosts). SQLite stores are
+// feed (hosts.change, removed_hosts); 4 = claim_units without a foreign key to claims or an index
+// on claim_id (a claim's units are written and deleted with it; Audit finds orphans). SQLite stores are
 // migrated when opened (one box, one user); a PostgreSQL store shared by many schedulers is
 // migrated only by `accel fleet store migrate`, and opening an older one says so.
 //
@@ -137,7 +138,7 @@ std::string DefaultStatePath();
 class FleetStore {
  public:
   /// The schema version this accel writes.
-  static constexpr int kSchemaVersion = 3;
+  static constexpr int kSchemaVersion = 4;
 
   /// Opens the store at `url` (see store_url.h). SQLite: creates the file, its directory and
   /// the schema, migrating an older file. PostgreSQL: connects and checks the schema.

@@ -262,9 +262,9 @@ TEST_F(FleetStorePostgres, AServerRestartFailsRequestsClearlyAndTheNextOneWorks)
   EXPECT_TRUE(store->Audit().empty());
 }
 
-// A version-2 store (made by migrating to the current version and dropping what version 3 added,
-// which leaves exactly version 2's tables and rows) needs `migrate`, keeps its hosts and claims,
-// and then answers ChangedSince.
+// A version-2 store (made by migrating to the current version, dropping what version 3 added and
+// putting back what version 4 removed, which leaves exactly version 2's tables and rows) needs
+// `migrate`, keeps its hosts and claims, and then answers ChangedSince.
 TEST_F(FleetStorePostgres, AVersion2StoreIsMigratedToTheChangeFeed) {
   FleetStore::OpenForMigration(url_)->Migrate();
   AddH100Hosts(*FleetStore::Open(url_), 2);
@@ -274,12 +274,15 @@ TEST_F(FleetStorePostgres, AVersion2StoreIsMigratedToTheChangeFeed) {
   }
   pg_->Query("ALTER TABLE hosts DROP COLUMN change_number", "fleet");
   pg_->Query("DROP TABLE removed_hosts", "fleet");
-  pg_->Query("DELETE FROM accel_schema WHERE version = 3", "fleet");
+  pg_->Query("ALTER TABLE claim_units ADD CONSTRAINT claim_units_claim_id_fkey FOREIGN KEY (claim_id) "
+             "REFERENCES claims(id) ON DELETE CASCADE", "fleet");
+  pg_->Query("CREATE INDEX claim_units_by_claim ON claim_units(claim_id)", "fleet");
+  pg_->Query("DELETE FROM accel_schema WHERE version IN (3, 4)", "fleet");
   EXPECT_EQ(FleetStore::OpenForMigration(url_)->SchemaVersion(), 2);
   EXPECT_THROW(FleetStore::Open(url_), InputError);  // needs `accel fleet store migrate`
   EXPECT_EQ(FleetStore::OpenForMigration(url_)->Migrate(), 2);
   auto store = FleetStore::Open(url_);
-  EXPECT_EQ(store->SchemaVersion(), 3);
+  EXPECT_EQ(store->SchemaVersion(), 4);
   const FleetSnapshot snap = store->Snapshot();
   ASSERT_EQ(snap.hosts.size(), 2u);
   ASSERT_EQ(snap.claims.size(), 1u);
@@ -292,6 +295,48 @@ TEST_F(FleetStorePostgres, AVersion2StoreIsMigratedToTheChangeFeed) {
   ASSERT_TRUE(store->RemoveHost("gpu-100", false));
   EXPECT_EQ(store->ChangedSince(changes.change).removed, std::vector<std::string>{"gpu-100"});
   EXPECT_TRUE(store->Audit().empty());
+}
+
+// A version-3 store (claim_units with its foreign key to claims and its claim_id index) is
+// migrated to version 4: both are gone, the unit rows and claims stay, and a release afterwards
+// deletes its unit rows (by host and claim id) as the cascade did.
+TEST_F(FleetStorePostgres, AVersion3StoreLosesTheUnitForeignKeyAndKeepsItsUnits) {
+  FleetStore::OpenForMigration(url_)->Migrate();
+  AddH100Hosts(*FleetStore::Open(url_), 2);
+  pg_->Query("ALTER TABLE claim_units ADD CONSTRAINT claim_units_claim_id_fkey FOREIGN KEY (claim_id) "
+             "REFERENCES claims(id) ON DELETE CASCADE", "fleet");
+  pg_->Query("CREATE INDEX claim_units_by_claim ON claim_units(claim_id)", "fleet");
+  pg_->Query("DELETE FROM accel_schema WHERE version = 4", "fleet");
+  EXPECT_EQ(FleetStore::OpenForMigration(url_)->SchemaVersion(), 3);
+  {
+    // A version-3 accel's claims: made here by the same statements, the key in force.
+    auto store = FleetStore::OpenForMigration(url_);
+    ASSERT_TRUE(PlaceAndClaim(*store, Request("gpu-4-2cell.yaml"), ""));
+    ASSERT_TRUE(PlaceAndClaim(*store, Request("gpu-1g.yaml"), ""));
+  }
+  const std::string units_before = pg_->Query("SELECT count(*) FROM claim_units", "fleet");
+  EXPECT_THROW(FleetStore::Open(url_), InputError);  // needs `accel fleet store migrate`
+  EXPECT_EQ(FleetStore::OpenForMigration(url_)->Migrate(), 3);
+  auto store = FleetStore::Open(url_);
+  EXPECT_EQ(store->SchemaVersion(), 4);
+  EXPECT_EQ(pg_->Query("SELECT count(*) FROM pg_constraint WHERE conrelid = 'claim_units'::regclass AND contype = 'f'",
+                       "fleet"),
+            "0");
+  EXPECT_EQ(pg_->Query("SELECT count(*) FROM pg_indexes WHERE tablename = 'claim_units'", "fleet"), "1");  // the key
+  EXPECT_EQ(pg_->Query("SELECT count(*) FROM claim_units", "fleet"), units_before);
+  EXPECT_TRUE(store->Audit().empty());
+  const std::vector<Claim> claims = store->ListClaims();
+  ASSERT_EQ(claims.size(), 2u);
+  ASSERT_TRUE(store->Release(claims[0].id));
+  EXPECT_EQ(pg_->Query("SELECT count(*) FROM claim_units WHERE claim_id = '" + claims[0].id + "'", "fleet"), "0");
+  EXPECT_EQ(pg_->Query("SELECT count(*) FROM claim_units", "fleet"),
+            std::to_string(UnitsOf(claims[1].placement).size()));
+  EXPECT_TRUE(store->Audit().empty());
+  // The primary key still refuses a unit twice.
+  EXPECT_NE(pg_->Psql(pg_->Url("fleet"), "INSERT INTO claim_units VALUES ('" + claims[1].host + "', '" +
+                                             UnitsOf(claims[1].placement)[0] + "', 'c-other')"),
+            0);
+  EXPECT_EQ(FleetStore::OpenForMigration(url_)->Migrate(), 4);  // again: nothing to do
 }
 
 // The case a sequence or "largest number seen" gets wrong under READ COMMITTED: a transaction

@@ -739,8 +739,13 @@ TEST_F(FleetStoreTest, Version2StoreGetsTheChangeFeedOnOpen) {
   WriteVersion2Store(path_, topology::ToJson(Anonymized(Fixture("hgx-h100"))), claim);
   EXPECT_EQ(FleetStore::OpenForMigration(url_)->SchemaVersion(), 2);
   auto store = FleetStore::Open(url_);
-  EXPECT_EQ(store->SchemaVersion(), 3);
-  EXPECT_EQ(QueryInt(*store, "PRAGMA user_version"), 3);
+  EXPECT_EQ(store->SchemaVersion(), 4);
+  EXPECT_EQ(QueryInt(*store, "PRAGMA user_version"), 4);
+  // Version 4: claim_units rebuilt without the foreign key and the claim_id index, rows kept.
+  EXPECT_EQ(QueryInt(*store, "SELECT count(*) FROM pragma_foreign_key_list('claim_units')"), 0);
+  EXPECT_EQ(QueryInt(*store, "SELECT count(*) FROM sqlite_master WHERE name = 'claim_units_by_claim'"), 0);
+  EXPECT_EQ(QueryInt(*store, "SELECT count(*) FROM claim_units WHERE claim_id = $1", {claim.id}),
+            static_cast<int64_t>(UnitsOf(claim.placement).size()));
   // Old rows carry change number 0: a snapshot's mark covers them, and changes come after it.
   const FleetSnapshot snap = store->Snapshot();
   ASSERT_EQ(snap.hosts.size(), 1u);
@@ -753,7 +758,8 @@ TEST_F(FleetStoreTest, Version2StoreGetsTheChangeFeedOnOpen) {
   EXPECT_EQ(changes.hosts[0].generation, 2);
   EXPECT_TRUE(changes.claims.at("hgx").empty());
   EXPECT_EQ(store->Audit(), std::vector<std::string>{});
-  EXPECT_EQ(FleetStore::OpenForMigration(url_)->Migrate(), 3);  // again: nothing to do
+  EXPECT_EQ(QueryInt(*store, "SELECT count(*) FROM claim_units"), 0);  // the release took its units
+  EXPECT_EQ(FleetStore::OpenForMigration(url_)->Migrate(), 4);  // again: nothing to do
 }
 
 TEST_F(FleetStoreTest, NewerSchemaVersionIsRefused) {
