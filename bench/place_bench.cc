@@ -8,6 +8,8 @@
 //     matches the two by this name, so keep the two case lists in step.
 //   BM_FitStateless/<case>/cells:<n>: the one-shot Place(host, usage, policy, request), which
 //     builds the state inside every call.
+//   BM_PlacementJson/write|read: one placement document (28 pinned vCPUs, 2 cells, 4 GPUs)
+//     written and read, as the fleet's claim store does for every claim.
 // Requests go through accel's flavor parser from the same extra specs the demo gives Nova's
 // numa_get_constraints; parsing happens in setup, outside the timed loop (as in the demo).
 // Each benchmark checks once, before timing, that the case fits (or does not) as intended and
@@ -202,6 +204,33 @@ void BM_Fit(benchmark::State& state, const Case& c, bool prepared) {
   state.SetLabel(NodesLabel(first));
 }
 
+// A claim store's placement document: a 28-vCPU, 2-cell, 4-GPU guest (about the fleet benchmark's
+// flavor) placed on a 4-node demo host with 2 GPUs per node. BM_PlacementJson/write is what a
+// scheduler does for every claim it writes (and again for its answer); /read what every replica
+// does for every claim another one made (the change feed) and a snapshot for every claim.
+void BM_PlacementJson(benchmark::State& state, bool write) {
+  Case c = Scenario("json", GpusPerCell(4, 2), 28, 65536, {{"hw:numa_nodes", "2"}}, 4);
+  const DemoHost d = MakeDemoHost(c.shape);
+  const PlaceResult r =
+      placement::Place(d.host, placement::HostUsage{}, d.policy,
+                       placement::BuildRequest(DemoFlavor(c), H100Alias(), "place_bench json"));
+  if (!r.fits()) {
+    state.SkipWithError(("expected a fit: " + r.no_fit.reasons.front()).c_str());
+    return;
+  }
+  const std::string text = placement::WritePlacementJson(*r.placement);
+  if (placement::WritePlacementJson(placement::ReadPlacementJson(text, "place_bench")) != text) {
+    state.SkipWithError("the placement does not read back as written");
+    return;
+  }
+  if (write) {
+    for (auto _ : state) benchmark::DoNotOptimize(placement::WritePlacementJson(*r.placement));
+  } else {
+    for (auto _ : state) benchmark::DoNotOptimize(placement::ReadPlacementJson(text, "place_bench"));
+  }
+  state.counters["bytes"] = static_cast<double>(text.size());
+}
+
 }  // namespace
 }  // namespace accel::bench
 
@@ -213,6 +242,10 @@ int main(int argc, char** argv) {
       benchmark::RegisterBenchmark(name.c_str(), accel::bench::BM_Fit, c, prepared)
           ->Unit(benchmark::kMicrosecond);
     }
+  benchmark::RegisterBenchmark("BM_PlacementJson/write", accel::bench::BM_PlacementJson, true)
+      ->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("BM_PlacementJson/read", accel::bench::BM_PlacementJson, false)
+      ->Unit(benchmark::kMicrosecond);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

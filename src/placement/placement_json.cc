@@ -21,10 +21,19 @@ std::string Hex4(uint16_t v) {
   return buf;
 }
 
+// An empty object with room for `members`. An ordered_json object is a vector of pair<const
+// string, json>, which cannot be moved: each time it grows it deep-copies every member so far
+// (a placement's whole cells array twice over), unless it was big enough from the start.
+ordered_json ObjectOf(size_t members) {
+  ordered_json j = ordered_json::object();
+  j.get_ref<ordered_json::object_t&>().reserve(members);
+  return j;
+}
+
 ordered_json CellToJson(const CellPlacement& c) {
-  ordered_json pinning = ordered_json::object();
+  ordered_json pinning = ObjectOf(c.pinning.size());
   for (const auto& [vcpu, cpu] : c.pinning) pinning[std::to_string(vcpu)] = cpu;
-  ordered_json j;
+  ordered_json j = ObjectOf(9);
   j["guest_cell"] = c.guest_cell;
   j["host_node"] = c.host_node;
   j["pinning"] = std::move(pinning);
@@ -38,7 +47,7 @@ ordered_json CellToJson(const CellPlacement& c) {
 }
 
 ordered_json DeviceToJson(const DevicePlacement& d) {
-  ordered_json j;
+  ordered_json j = ObjectOf(6);
   j["request_alias"] = d.request_alias;
   j["address"] = d.address;
   j["vendor_id"] = Hex4(d.vendor_id);
@@ -61,7 +70,8 @@ class Reader {
   }
 
   // Requires `j` to be an object whose keys are all in `known`.
-  void Object(const ordered_json& j, const std::string& path,
+  template <class J>
+  void Object(const J& j, const std::string& path,
               std::initializer_list<std::string_view> known) const {
     if (!j.is_object()) Fail(path.empty() ? "(top level)" : path, "must be a JSON object");
     for (const auto& [key, value] : j.items()) {
@@ -72,7 +82,8 @@ class Reader {
   }
 
   // The value at `key`, or nullptr when absent; throws when absent and `required`.
-  const ordered_json* Field(const ordered_json& obj, const std::string& path, const char* key,
+  template <class J>
+  const J* Field(const J& obj, const std::string& path, const char* key,
                             bool required) const {
     auto it = obj.find(key);
     if (it != obj.end()) return &*it;
@@ -80,53 +91,63 @@ class Reader {
     return nullptr;
   }
 
-  std::string String(const ordered_json& obj, const std::string& path, const char* key,
+  template <class J>
+  std::string String(const J& obj, const std::string& path, const char* key,
                      bool required) const {
-    const ordered_json* v = Field(obj, path, key, required);
+    const J* v = Field(obj, path, key, required);
     if (!v) return "";
     if (!v->is_string()) Fail(Join(path, key), "must be a string");
-    return v->get<std::string>();
+    return v->template get<std::string>();
   }
 
   // An integer in [lo, hi]; `fallback` when absent and not required.
-  int64_t Int(const ordered_json& obj, const std::string& path, const char* key, bool required,
+  template <class J>
+  int64_t Int(const J& obj, const std::string& path, const char* key, bool required,
               int64_t lo, int64_t hi, int64_t fallback = 0) const {
-    const ordered_json* v = Field(obj, path, key, required);
-    return v ? IntValue(*v, Join(path, key), lo, hi) : fallback;
+    const J* v = Field(obj, path, key, required);
+    return v ? IntValue(*v, path, key, lo, hi) : fallback;
   }
 
-  int64_t IntValue(const ordered_json& v, const std::string& path, int64_t lo, int64_t hi) const {
-    std::string range = "[" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
-    if (!v.is_number_integer()) Fail(path, "must be an integer in " + range);
-    if (v.is_number_unsigned() ? v.get<uint64_t>() > static_cast<uint64_t>(hi)
-                               : v.get<int64_t>() < lo || v.get<int64_t>() > hi) {
-      Fail(path, "is " + v.dump() + ", outside " + range);
+  // The integer `v` at path.key, in [lo, hi]. The path and the message are only built for an
+  // error: a claim store's reader runs this for every pinned vCPU of every claim it loads.
+  template <class J>
+  int64_t IntValue(const J& v, const std::string& path, std::string_view key, int64_t lo, int64_t hi) const {
+    const bool in_range = v.is_number_integer() && (v.is_number_unsigned()
+                                                         ? v.template get<uint64_t>() <= static_cast<uint64_t>(hi)
+                                                         : v.template get<int64_t>() >= lo && v.template get<int64_t>() <= hi);
+    if (!in_range) {
+      const std::string range = "[" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+      if (!v.is_number_integer()) Fail(Join(path, key), "must be an integer in " + range);
+      Fail(Join(path, key), "is " + v.dump() + ", outside " + range);
     }
-    return v.is_number_unsigned() ? static_cast<int64_t>(v.get<uint64_t>()) : v.get<int64_t>();
+    return v.is_number_unsigned() ? static_cast<int64_t>(v.template get<uint64_t>()) : v.template get<int64_t>();
   }
 
-  uint64_t Unsigned(const ordered_json& obj, const std::string& path, const char* key,
+  template <class J>
+  uint64_t Unsigned(const J& obj, const std::string& path, const char* key,
                     bool required) const {
-    const ordered_json* v = Field(obj, path, key, required);
+    const J* v = Field(obj, path, key, required);
     if (!v) return 0;
-    if (!v->is_number_unsigned() && !(v->is_number_integer() && v->get<int64_t>() >= 0)) {
+    if (!v->is_number_unsigned() && !(v->is_number_integer() && v->template get<int64_t>() >= 0)) {
       Fail(Join(path, key), "must be a non-negative integer");
     }
-    return v->get<uint64_t>();
+    return v->template get<uint64_t>();
   }
 
-  CpuSet Cpus(const ordered_json& obj, const std::string& path, const char* key,
+  template <class J>
+  CpuSet Cpus(const J& obj, const std::string& path, const char* key,
               bool required) const {
-    const ordered_json* v = Field(obj, path, key, required);
+    const J* v = Field(obj, path, key, required);
     CpuSet cpus;
     if (!v) return cpus;
     if (!v->is_string()) Fail(Join(path, key), "must be a CPU list string such as \"0-3,8\"");
     std::string error;
-    if (!CpuSet::Parse(v->get<std::string>(), &cpus, &error)) Fail(Join(path, key), error);
+    if (!CpuSet::Parse(v->template get<std::string>(), &cpus, &error)) Fail(Join(path, key), error);
     return cpus;
   }
 
-  uint16_t Hex16(const ordered_json& obj, const std::string& path, const char* key,
+  template <class J>
+  uint16_t Hex16(const J& obj, const std::string& path, const char* key,
                  bool required) const {
     if (!Field(obj, path, key, required)) return 0;
     std::string s = String(obj, path, key, true);
@@ -138,10 +159,10 @@ class Reader {
     return static_cast<uint16_t>(value);
   }
 
-  const ordered_json& Array(const ordered_json& obj, const std::string& path, const char* key,
-                            bool required) const {
-    static const ordered_json kEmpty = ordered_json::array();
-    const ordered_json* v = Field(obj, path, key, required);
+  template <class J>
+  const J& Array(const J& obj, const std::string& path, const char* key, bool required) const {
+    static const J kEmpty = J::array();
+    const J* v = Field(obj, path, key, required);
     if (!v) return kEmpty;
     if (!v->is_array()) Fail(Join(path, key), "must be a JSON array");
     return *v;
@@ -161,10 +182,10 @@ class Reader {
 constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
 constexpr int64_t kMaxCpu = 65535;  // CpuSet's bound
 
-std::map<int, int> PinningFromJson(const Reader& r, const ordered_json& cell,
-                                   const std::string& path) {
+template <class J>
+std::map<int, int> PinningFromJson(const Reader& r, const J& cell, const std::string& path) {
   std::map<int, int> pinning;
-  const ordered_json* v = r.Field(cell, path, "pinning", false);
+  const J* v = r.Field(cell, path, "pinning", false);
   if (!v) return pinning;
   std::string here = Reader::Join(path, "pinning");
   if (!v->is_object()) r.Fail(here, "must be an object of vCPU -> host CPU, e.g. {\"0\": 4}");
@@ -174,12 +195,13 @@ std::map<int, int> PinningFromJson(const Reader& r, const ordered_json& cell,
     if (ec != std::errc() || ptr != key.data() + key.size() || vcpu < 0 || vcpu > kMaxCpu) {
       r.Fail(Reader::Join(here, key), "key must be a vCPU number 0.." + std::to_string(kMaxCpu));
     }
-    pinning[vcpu] = static_cast<int>(r.IntValue(cpu, Reader::Join(here, key), 0, kMaxCpu));
+    pinning[vcpu] = static_cast<int>(r.IntValue(cpu, here, key, 0, kMaxCpu));
   }
   return pinning;
 }
 
-CellPlacement CellFromJson(const Reader& r, const ordered_json& j, const std::string& path) {
+template <class J>
+CellPlacement CellFromJson(const Reader& r, const J& j, const std::string& path) {
   r.Object(j, path,
            {"guest_cell", "host_node", "pinning", "shared_vcpus", "shared_cpus", "consumed_cpus",
             "memory_mib", "page_size_kib", "pages"});
@@ -196,7 +218,8 @@ CellPlacement CellFromJson(const Reader& r, const ordered_json& j, const std::st
   return c;
 }
 
-DevicePlacement DeviceFromJson(const Reader& r, const ordered_json& j, const std::string& path) {
+template <class J>
+DevicePlacement DeviceFromJson(const Reader& r, const J& j, const std::string& path) {
   r.Object(j, path,
            {"request_alias", "address", "vendor_id", "device_id", "numa_node", "guest_cell"});
   DevicePlacement d;
@@ -228,7 +251,7 @@ ordered_json PlacementToJson(const Placement& p) {
   for (const CellPlacement& c : p.cells) cells.push_back(CellToJson(c));
   ordered_json devices = ordered_json::array();
   for (const DevicePlacement& d : p.devices) devices.push_back(DeviceToJson(d));
-  ordered_json j;
+  ordered_json j = ObjectOf(10);
   j["schema"] = kPlacementSchema;
   j["host"] = p.host;
   j["flavor"] = p.flavor;
@@ -242,7 +265,10 @@ ordered_json PlacementToJson(const Placement& p) {
   return j;
 }
 
-Placement PlacementFromJson(const ordered_json& j, const std::string& where) {
+namespace {
+
+template <class J>
+Placement PlacementFromJsonOf(const J& j, const std::string& where) {
   Reader r(where);
   r.Object(j, "",
            {"schema", "host", "flavor", "cells", "emulator_cpus", "emulator_consumed_cpus",
@@ -255,37 +281,44 @@ Placement PlacementFromJson(const ordered_json& j, const std::string& where) {
   Placement p;
   p.host = r.String(j, "", "host", true);
   p.flavor = r.String(j, "", "flavor", true);
-  const ordered_json& cells = r.Array(j, "", "cells", false);
+  const J& cells = r.Array(j, "", "cells", false);
   for (size_t i = 0; i < cells.size(); ++i) {
     p.cells.push_back(CellFromJson(r, cells[i], Reader::Index("cells", i)));
   }
   p.emulator_cpus = r.Cpus(j, "", "emulator_cpus", false);
   p.emulator_consumed_cpus = r.Cpus(j, "", "emulator_consumed_cpus", false);
-  const ordered_json& devices = r.Array(j, "", "devices", false);
+  const J& devices = r.Array(j, "", "devices", false);
   for (size_t i = 0; i < devices.size(); ++i) {
     p.devices.push_back(DeviceFromJson(r, devices[i], Reader::Index("devices", i)));
   }
   p.floating_vcpus = static_cast<int>(r.Int(j, "", "floating_vcpus", false, 0, kMaxInt));
   p.floating_memory_mib = r.Unsigned(j, "", "floating_memory_mib", false);
-  const ordered_json& notes = r.Array(j, "", "notes", false);
+  const J& notes = r.Array(j, "", "notes", false);
   for (size_t i = 0; i < notes.size(); ++i) {
     if (!notes[i].is_string()) r.Fail(Reader::Index("notes", i), "must be a string");
-    p.notes.push_back(notes[i].get<std::string>());
+    p.notes.push_back(notes[i].template get<std::string>());
   }
   return p;
 }
 
+}  // namespace
+
+Placement PlacementFromJson(const ordered_json& j, const std::string& where) { return PlacementFromJsonOf(j, where); }
+
 std::string WritePlacementJson(const Placement& p) { return PlacementToJson(p).dump(2) + "\n"; }
 
 Placement ReadPlacementJson(const std::string& text, const std::string& where) {
-  ordered_json j;
+  // Read into nlohmann::json, not ordered_json: the reader needs no key order, and an ordered
+  // object is a vector whose growth deep-copies the members parsed so far (its pair<const
+  // string, json> cannot be moved), which made reading a stored claim cost twice as much.
+  nlohmann::json j;
   try {
-    j = ordered_json::parse(text);
+    j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     throw InputError(where, "", "is not valid JSON: at byte " + std::to_string(e.byte),
                      "write it as accel place -o json does");
   }
-  return PlacementFromJson(j, where);
+  return PlacementFromJsonOf(j, where);
 }
 
 ordered_json NoFitToJson(const NoFit& no_fit) {

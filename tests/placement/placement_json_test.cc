@@ -92,17 +92,27 @@ TEST(PlacementJson, OptionalFieldsDefaultWhenAbsent) {
 }
 
 // Returns the InputError's field for `mutate` applied to the sample's JSON; "" if none thrown.
+// Checks that reading the same document as text (ReadPlacementJson, which parses into
+// nlohmann::json rather than ordered_json) refuses it with the same field and message.
 template <typename F>
 std::string ErrorField(F mutate) {
   ordered_json j = PlacementToJson(Sample());
   mutate(j);
+  std::string field, message;
   try {
     PlacementFromJson(j, "claims.db");
   } catch (const InputError& e) {
     EXPECT_EQ(e.where(), "claims.db");
-    return e.field();
+    field = e.field();
+    message = e.what();
   }
-  return "";
+  try {
+    ReadPlacementJson(j.dump(), "claims.db");
+    EXPECT_EQ(message, "") << "the text of the same document was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.what(), message) << j.dump();
+  }
+  return field;
 }
 
 TEST(PlacementJson, ErrorsNameTheFieldPath) {
