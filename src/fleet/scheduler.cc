@@ -430,15 +430,18 @@ ScheduleResult Schedule(const FleetView& view, const placement::PlacementRequest
     InstanceDecision d;
     d.chosen = std::move(found.front());
     d.alternates.assign(std::make_move_iterator(found.begin() + 1), std::make_move_iterator(found.end()));
-    // Apply to the working copy: the next instance sees this one.
-    const size_t i = d.chosen.host_index;
-    auto [it, inserted] = work.changed.try_emplace(i, Working::Changed{view.hosts()[i], RankRow{}});
-    HostEntry& copy = it->second.entry;
-    copy.usage.Apply(d.chosen.placement);
-    ++copy.record.generation;
-    Summarize(&copy);
-    it->second.row = view.RowOf(copy);
-    work.instances_on[i].push_back(instance);
+    // Apply to the working copy: the next instance sees this one. (The last instance has no
+    // next one: a one-instance decision, the common one, copies no host.)
+    if (instance + 1 < options.count) {
+      const size_t i = d.chosen.host_index;
+      auto [it, inserted] = work.changed.try_emplace(i, Working::Changed{view.hosts()[i], RankRow{}});
+      HostEntry& copy = it->second.entry;
+      copy.usage.Apply(d.chosen.placement);
+      ++copy.record.generation;
+      Summarize(&copy);
+      it->second.row = view.RowOf(copy);
+      work.instances_on[i].push_back(instance);
+    }
     result.instances.push_back(std::move(d));
   }
   result.all_placed = true;
