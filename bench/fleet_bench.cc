@@ -85,6 +85,7 @@
 #ifdef ACCEL_BENCH_HAVE_POSTGRES_HARNESS
 #include <httplib.h>
 
+#include "support/claim_units_schema3.h"
 #include "support/fleet_service.h"
 #include "support/postgres_server.h"
 #endif
@@ -1294,9 +1295,7 @@ int RunClaims(const Args& a, int argc, char** argv) {
     admin->Migrate();
   }
   if (a.schema3_units) {
-    pg.Query("ALTER TABLE claim_units ADD CONSTRAINT claim_units_claim_id_fkey FOREIGN KEY (claim_id) "
-             "REFERENCES claims(id) ON DELETE CASCADE", "fleet");
-    pg.Query("CREATE INDEX claim_units_by_claim ON claim_units(claim_id)", "fleet");
+    for (const char* sql : accel::test_support::kSchema3ClaimUnitsSql) pg.Query(sql, "fleet");
     std::printf("claim_units: schema 3's foreign key and claim_id index put back (--schema3-units)\n");
   }
   auto t0 = Clock::now();

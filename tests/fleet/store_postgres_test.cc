@@ -22,6 +22,7 @@
 #include "fleet/scheduler.h"
 #include "placement/flavor.h"
 #include "placement/pci_alias.h"
+#include "support/claim_units_schema3.h"
 #include "support/postgres_server.h"
 #include "support/shared_fixture.h"
 #include "topology/sources.h"
@@ -274,9 +275,7 @@ TEST_F(FleetStorePostgres, AVersion2StoreIsMigratedToTheChangeFeed) {
   }
   pg_->Query("ALTER TABLE hosts DROP COLUMN change_number", "fleet");
   pg_->Query("DROP TABLE removed_hosts", "fleet");
-  pg_->Query("ALTER TABLE claim_units ADD CONSTRAINT claim_units_claim_id_fkey FOREIGN KEY (claim_id) "
-             "REFERENCES claims(id) ON DELETE CASCADE", "fleet");
-  pg_->Query("CREATE INDEX claim_units_by_claim ON claim_units(claim_id)", "fleet");
+  for (const char* sql : test_support::kSchema3ClaimUnitsSql) pg_->Query(sql, "fleet");
   pg_->Query("DELETE FROM accel_schema WHERE version IN (3, 4)", "fleet");
   EXPECT_EQ(FleetStore::OpenForMigration(url_)->SchemaVersion(), 2);
   EXPECT_THROW(FleetStore::Open(url_), InputError);  // needs `accel fleet store migrate`
@@ -303,9 +302,7 @@ TEST_F(FleetStorePostgres, AVersion2StoreIsMigratedToTheChangeFeed) {
 TEST_F(FleetStorePostgres, AVersion3StoreLosesTheUnitForeignKeyAndKeepsItsUnits) {
   FleetStore::OpenForMigration(url_)->Migrate();
   AddH100Hosts(*FleetStore::Open(url_), 2);
-  pg_->Query("ALTER TABLE claim_units ADD CONSTRAINT claim_units_claim_id_fkey FOREIGN KEY (claim_id) "
-             "REFERENCES claims(id) ON DELETE CASCADE", "fleet");
-  pg_->Query("CREATE INDEX claim_units_by_claim ON claim_units(claim_id)", "fleet");
+  for (const char* sql : test_support::kSchema3ClaimUnitsSql) pg_->Query(sql, "fleet");
   pg_->Query("DELETE FROM accel_schema WHERE version = 4", "fleet");
   EXPECT_EQ(FleetStore::OpenForMigration(url_)->SchemaVersion(), 3);
   {
