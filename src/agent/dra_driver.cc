@@ -13,6 +13,7 @@
 
 #include "common/error.h"
 #include "common/periodic_thread.h"
+#include "common/strings.h"
 #include "dra/claim_preparer.h"
 #include "dra/inventory.h"
 #include "dra/plugin_server.h"
@@ -28,11 +29,6 @@ namespace {
 
 /// How often health is looked at; slices and health streams change within this of an event.
 constexpr std::chrono::milliseconds kHealthPoll{1000};
-
-std::string Lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return s;
-}
 
 }  // namespace
 
@@ -68,11 +64,11 @@ void AddNvlinkCliques(dra::Inventory* inventory, const devices::Interconnect& ic
 }
 
 std::string DraNodeName(const DraSection& section, const topology::HostTopology& host) {
-  if (!section.node_name.empty()) return Lower(section.node_name);
-  if (const char* env = std::getenv("NODE_NAME"); env && *env) return Lower(env);
-  if (!host.hostname.empty()) return Lower(host.hostname);
+  if (!section.node_name.empty()) return AsciiLower(section.node_name);
+  if (const char* env = std::getenv("NODE_NAME"); env && *env) return AsciiLower(env);
+  if (!host.hostname.empty()) return AsciiLower(host.hostname);
   char name[256] = {};
-  if (gethostname(name, sizeof name - 1) == 0 && name[0]) return Lower(name);
+  if (gethostname(name, sizeof name - 1) == 0 && name[0]) return AsciiLower(name);
   return "localhost";
 }
 

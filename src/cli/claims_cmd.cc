@@ -29,7 +29,7 @@ using fleet::FleetStore;
 constexpr const char* kStateHelp =
     "claim database; default $ACCEL_STATE, else /var/lib/accel/state.db for root, else "
     "$XDG_STATE_HOME/accel/state.db or ~/.local/state/accel/state.db";
-constexpr const char* kStoreHelp =
+constexpr const char* kClaimsStoreHelp =
     "fleet store URL instead (sqlite:PATH or postgresql://...); default $ACCEL_FLEET_STORE";
 
 struct ClaimsOptions {
@@ -109,7 +109,7 @@ void RegisterClaims(CLI::App& app, int* exit_code) {
       "Exit status: 0 listed; 2 the file is not a claim database; 5 it cannot be opened or is\n"
       "locked (permissions, disk, another process).");
   claims->add_option("--state", claims_opts->state, kStateHelp);
-  claims->add_option("--store", claims_opts->store, kStoreHelp);
+  claims->add_option("--store", claims_opts->store, kClaimsStoreHelp);
   claims->add_option("--host", claims_opts->host, "only the claims on this host");
   claims->add_option("-o,--output", claims_opts->output, "table (default), json or yaml")
       ->check(CLI::IsMember({"table", "json", "yaml"}));
@@ -127,7 +127,7 @@ void RegisterClaims(CLI::App& app, int* exit_code) {
       "5 it cannot be opened or is locked.");
   release->add_option("ID", release_opts->id, "claim id, as accel claims lists it")->required();
   release->add_option("--state", release_opts->state, kStateHelp);
-  release->add_option("--store", release_opts->store, kStoreHelp);
+  release->add_option("--store", release_opts->store, kClaimsStoreHelp);
   release->callback([release_opts, exit_code] {
     *exit_code = Guarded("release", [&] { return ReleaseClaim(*release_opts); });
   });

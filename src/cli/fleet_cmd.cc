@@ -376,7 +376,7 @@ void RegisterHost(CLI::App* fleet_cmd, int* exit_code) {
 
 // ---- place -------------------------------------------------------------------------------
 
-struct PlaceOptions {
+struct FleetPlaceOptions {
   std::string store;
   ServerFlags server;
   std::string flavor;
@@ -395,7 +395,7 @@ struct PlaceOptions {
 
 // `accel fleet place --server`: the service decides (and claims); text output is a summary,
 // since the hosts' hardware stays with the service.
-int PlaceThroughServer(const PlaceOptions& o) {
+int PlaceThroughServer(const FleetPlaceOptions& o) {
   if (o.output == "libvirt")
     throw InputError("-o libvirt", "", "needs the host's hardware, which stays with the service", "use -o json, or --store");
   nlohmann::json body;
@@ -438,7 +438,7 @@ int PlaceThroughServer(const PlaceOptions& o) {
   return placed ? kExitOk : kExitNoFit;
 }
 
-int Place(const PlaceOptions& o) {
+int Place(const FleetPlaceOptions& o) {
   if (!o.server.url.empty()) return PlaceThroughServer(o);
   std::vector<placement::PlacementRequest> requests = LoadRequests({o.flavor}, o.aliases);
   if (requests.size() != 1)
@@ -591,7 +591,7 @@ struct SimpleOptions {
 };
 
 void RegisterPlaceAndClaims(CLI::App* fleet_cmd, int* exit_code) {
-  auto po = std::make_shared<PlaceOptions>();
+  auto po = std::make_shared<FleetPlaceOptions>();
   CLI::App* p = fleet_cmd->add_subcommand(
       "place",
       "Pick a host in the fleet and the exact placement on it for N instances; optionally claim them.\n\n"

@@ -25,7 +25,7 @@ namespace {
 using placement::HostPolicy;
 using placement::HostUsage;
 
-struct PlaceOptions {
+struct HostPlaceOptions {
   std::string topology = "live";
   std::string flavor;
   std::string aliases;
@@ -46,7 +46,7 @@ CpuSet ParseCpuFlag(const std::string& flag, const std::string& value) {
   return s;
 }
 
-HostPolicy MakePolicy(const PlaceOptions& o) {
+HostPolicy MakePolicy(const HostPlaceOptions& o) {
   HostPolicy p;
   p.strategy = o.strategy == "spread" ? placement::Strategy::kSpread : placement::Strategy::kPack;
   if (!o.dedicated_set.empty()) p.cpu_dedicated_set = ParseCpuFlag("--cpu-dedicated-set", o.dedicated_set);
@@ -89,7 +89,7 @@ HostUsage CurrentUsage(const std::string& url, const std::string& host) {
 // store (cpu_dedicated_set, reserved memory, ...): placing there with another one would claim
 // CPUs a fleet scheduler would not, so with no policy flags the stored one is used, and flags
 // that say otherwise are refused. A host the store does not know takes the flags.
-HostPolicy PolicyFor(const topology::HostTopology& host, const PlaceOptions& o, const std::string& url) {
+HostPolicy PolicyFor(const topology::HostTopology& host, const HostPlaceOptions& o, const std::string& url) {
   const HostPolicy flags = MakePolicy(o);
   fleet::StoreUrl parsed = fleet::ParseStoreUrl(url);
   if (parsed.engine == fleet::StoreUrl::kSqlite && !std::filesystem::exists(parsed.target)) return flags;
@@ -112,7 +112,7 @@ HostPolicy PolicyFor(const topology::HostTopology& host, const PlaceOptions& o, 
 }
 
 Outcome PlaceOne(const topology::HostTopology& host, const placement::PlacementRequest& req,
-                 const HostPolicy& policy, const PlaceOptions& o, const std::string& state) {
+                 const HostPolicy& policy, const HostPlaceOptions& o, const std::string& state) {
   Outcome out{req, {}, ""};
   if (!o.claim) {
     out.result = placement::Place(host, CurrentUsage(state, host.hostname), policy, req);
@@ -132,7 +132,7 @@ Outcome PlaceOne(const topology::HostTopology& host, const placement::PlacementR
 }
 
 void Print(const std::vector<Outcome>& outcomes, const topology::HostTopology& host,
-           const HostPolicy& policy, const PlaceOptions& o, const std::string& state) {
+           const HostPolicy& policy, const HostPlaceOptions& o, const std::string& state) {
   if (o.output == "libvirt") {
     const Outcome& out = outcomes.front();
     placement::DomainOptions dopt;
@@ -152,7 +152,7 @@ void Print(const std::vector<Outcome>& outcomes, const topology::HostTopology& h
   std::cout << (o.output == "json" ? doc.dump(2) + "\n" : ToYaml(doc));
 }
 
-void Run(const PlaceOptions& o, int* exit_code) {
+void Run(const HostPlaceOptions& o, int* exit_code) {
   const topology::HostTopology host = topology::LoadTopology(o.topology);
   placement::PciAliasTable aliases;
   if (!o.aliases.empty()) aliases = placement::LoadPciAliases(o.aliases);
@@ -187,7 +187,7 @@ void Run(const PlaceOptions& o, int* exit_code) {
 }  // namespace
 
 void RegisterPlace(CLI::App& app, int* exit_code) {
-  auto opts = std::make_shared<PlaceOptions>();
+  auto opts = std::make_shared<HostPlaceOptions>();
   CLI::App* cmd = app.add_subcommand(
       "place",
       "Fit a flavor (Nova extra specs) on a host: NUMA node per guest cell, vCPU pinning,\n"

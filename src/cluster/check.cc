@@ -14,6 +14,8 @@
 #include "fleet/host_policy_file.h"
 #include "fleet/scheduler.h"
 #include "placement/engine.h"
+#include "sharing/mig_default_configs.h"
+#include "topology/classify.h"
 
 namespace accel::cluster {
 
@@ -22,19 +24,7 @@ namespace {
 using nlohmann::json;
 using nlohmann::ordered_json;
 
-constexpr uint16_t kNvidiaVendor = 0x10de;
-constexpr uint16_t kAmdVendor = 0x1002;
-constexpr uint16_t kHabanaVendor = 0x1da3;
-constexpr uint16_t kMellanoxVendor = 0x15b3;
-
 std::string GroupKey(size_t i) { return "spec.nodeGroups[" + std::to_string(i) + "]"; }
-
-std::string Hex4(uint16_t v) {
-  static const char* kDigits = "0123456789abcdef";
-  std::string s(4, '0');
-  for (int k = 3; k >= 0; --k, v >>= 4) s[k] = kDigits[v & 0xf];
-  return s;
-}
 
 // The template key a kubelet field is fixed at: the group's own override when it sets the
 // field, else the cluster-wide one when that does, else the group's (an override is the fix for
@@ -174,62 +164,6 @@ std::string DeviceWord(const GuestDevice& d) {
 }
 
 // --- MIG -----------------------------------------------------------------------------------
-
-bool PlainProfile(const sharing::MigProfile& p) {
-  return !p.media_extension && !p.all_media && !p.no_media && !p.graphics;
-}
-
-std::string ProfileNames(const sharing::GpuModel& m) {
-  std::vector<std::string> names;
-  for (const sharing::MigProfile& p : m.profiles) names.push_back(p.name);
-  return JoinStrings(names, ", ");
-}
-
-// What a resolved MIG config asks of one node, for the device plugin's MIG strategies
-// (k8s-device-plugin.md §2.3): `single` needs every GPU MIG-enabled with one profile (or every GPU
-// MIG-disabled) and at least one MIG device per MIG GPU; `mixed` takes anything; `none` ignores MIG.
-enum class MigShape {
-  kOff,             ///< no MIG (no config, or MIG disabled on every GPU)
-  kEnabledEmpty,    ///< MIG enabled, no instances (all-enabled)
-  kOneProfile,      ///< every GPU MIG-enabled with instances of one profile
-  kSeveral,         ///< several profiles on a node, or MIG on some GPUs and off on others
-};
-
-std::string ShapeText(MigShape s) {
-  switch (s) {
-    case MigShape::kOff: return "no MIG";
-    case MigShape::kEnabledEmpty: return "MIG enabled with no MIG devices";
-    case MigShape::kOneProfile: return "one MIG profile on every GPU";
-    case MigShape::kSeveral: return "several MIG profiles on one node";
-  }
-  return "";
-}
-
-// The MIG strategies the NVIDIA device plugin accepts for a group.
-std::set<std::string> AcceptedStrategies(MigShape shape, bool mps) {
-  std::set<std::string> s;
-  switch (shape) {
-    case MigShape::kOff: s = {"none", "single", "mixed"}; break;
-    case MigShape::kEnabledEmpty: s = {"mixed"}; break;  // single: "every MIG-enabled GPU must have a MIG device"
-    case MigShape::kOneProfile: s = {"single", "mixed"}; break;
-    case MigShape::kSeveral: s = {"mixed"}; break;
-  }
-  if (mps) s.erase("mixed");  // validateFlags: "using --mig-strategy=mixed is not supported with MPS"
-  return s;
-}
-
-std::string StrategyWhy(const std::string& strategy, MigShape shape, bool mps) {
-  if (mps && strategy == "mixed") return "the device plugin refuses MPS with --mig-strategy=mixed";
-  if (strategy == "none")
-    return "strategy none ignores MIG: the GPUs are advertised whole while MIG mode leaves CUDA no device outside "
-           "a MIG instance";
-  if (strategy == "single" && shape == MigShape::kSeveral)
-    return "strategy single refuses a node with several MIG profiles, or MIG on some GPUs only (\"more than one MIG "
-           "device type present on node\")";
-  if (strategy == "single" && shape == MigShape::kEnabledEmpty)
-    return "strategy single refuses a MIG-enabled GPU without MIG devices";
-  return "";
-}
 
 // The mig-parted config a ClusterPolicy's mig-manager reads (spec.migManager.config.name), when
 // the objects hold that ConfigMap: the config parsed, or the InputError's text.
@@ -615,15 +549,15 @@ NodeLabels PredictedNodeLabels(const NodeGroup& group, const GuestLayout& layout
   // label by vendor), the GPU Operator's nvidia.com/gpu.present on NVIDIA GPU nodes, the AMD GPU
   // Operator's NodeFeatureRule label (platform.md §3.1-3.4).
   for (const GuestDevice& d : layout.devices) {
-    if (d.vendor_id == kNvidiaVendor && d.role == topology::PciRole::kGpu) {
+    if (d.vendor_id == topology::kVendorNvidia && d.role == topology::PciRole::kGpu) {
       labels["feature.node.kubernetes.io/pci-10de.present"] = "true";
       labels["nvidia.com/gpu.present"] = "true";
-    } else if (d.vendor_id == kAmdVendor && d.role == topology::PciRole::kGpu) {
+    } else if (d.vendor_id == topology::kVendorAmd && d.role == topology::PciRole::kGpu) {
       labels["feature.node.kubernetes.io/pci-1002.present"] = "true";
       labels["feature.node.kubernetes.io/amd-gpu"] = "true";
-    } else if (d.vendor_id == kHabanaVendor) {
+    } else if (d.vendor_id == topology::kVendorHabana) {
       labels["feature.node.kubernetes.io/pci-1da3.present"] = "true";
-    } else if (d.vendor_id == kMellanoxVendor) {
+    } else if (d.vendor_id == topology::kVendorMellanox) {
       labels["feature.node.kubernetes.io/pci-15b3.present"] = "true";
     }
   }
@@ -631,53 +565,6 @@ NodeLabels PredictedNodeLabels(const NodeGroup& group, const GuestLayout& layout
   for (const auto& [k, v] : group.labels) labels[k] = v;
   labels[kNodeGroupLabel] = group.name;
   return labels;
-}
-
-// --- MIG configs ---------------------------------------------------------------------------
-
-std::optional<sharing::MigPartedConfig> DefaultMigConfig(std::string_view name, const sharing::GpuModel& model,
-                                                         std::string* why) {
-  auto fail = [&](const std::string& reason) -> std::optional<sharing::MigPartedConfig> {
-    if (why) *why = reason;
-    return std::nullopt;
-  };
-  sharing::MigConfigEntry e;
-  e.all_devices = true;
-  if (name == "all-disabled") {
-    e.mig_enabled = false;
-  } else if (name == "all-enabled") {
-    e.mig_enabled = true;
-  } else if (name == "all-balanced") {
-    // NVIDIA's all-balanced on every model it lists: two of the smallest 1g profile, one 2g, one
-    // 3g (no 3g on the 4-slice A30 and RTX PRO 6000).
-    e.mig_enabled = true;
-    for (int slices : {1, 2, 3}) {
-      if (slices == 3 && model.compute_slices < 7) break;
-      const sharing::MigProfile* best = nullptr;
-      for (const sharing::MigProfile& p : model.profiles)
-        if (p.compute_slices == slices && PlainProfile(p) && (!best || p.memory_slices < best->memory_slices)) best = &p;
-      if (!best) return fail(model.name + " has no plain " + std::to_string(slices) + "g profile for all-balanced");
-      e.mig_devices.emplace_back(best->name, slices == 1 ? 2 : 1);
-    }
-  } else if (name.substr(0, 4) == "all-" && name.size() > 4) {
-    const std::string profile(name.substr(4));
-    const std::optional<int> index = sharing::FindProfile(model, profile);
-    if (!index)
-      return fail("MIG profile " + profile + " does not exist on " + model.name + " (its profiles: " +
-                  ProfileNames(model) + ")");
-    const sharing::MigProfile& p = model.profiles[static_cast<size_t>(*index)];
-    e.mig_enabled = true;
-    // NVIDIA's file keys the profile the way the GPU's driver prints it; a name known only as
-    // another board's spelling stays as written (ValidateMigPartedConfig warns about it).
-    e.mig_devices.emplace_back(sharing::IsOtherName(p, profile) ? profile : p.name, p.max_count);
-  } else {
-    return fail("'" + std::string(name) +
-                "' is not one of the configs of NVIDIA's default-mig-parted-config (all-disabled, all-enabled, "
-                "all-balanced, all-<profile>)");
-  }
-  sharing::MigPartedConfig config;
-  config.configs.push_back({std::string(name), {e}});
-  return config;
 }
 
 // --- Objects from files --------------------------------------------------------------------
@@ -754,7 +641,7 @@ struct GroupState {
   const NodeGroup* group = nullptr;
   size_t index = 0;
   std::optional<GroupPlan> plan;  ///< unset when the flavor did not fit
-  MigShape shape = MigShape::kOff;
+  sharing::NodeMigShape shape = sharing::NodeMigShape::kOff;
 };
 
 class Checker {
@@ -895,8 +782,8 @@ class Checker {
       const GuestLayout& layout = s.plan->layout;
       std::set<std::string> models;
       for (const GuestDevice& d : layout.devices)
-        if (d.vendor_id == kNvidiaVendor && d.role == topology::PciRole::kGpu) {
-          const sharing::GpuModel* m = sharing::FindGpuModelByPciId((uint32_t{d.device_id} << 16) | kNvidiaVendor);
+        if (d.vendor_id == topology::kVendorNvidia && d.role == topology::PciRole::kGpu) {
+          const sharing::GpuModel* m = sharing::FindGpuModelByPciId((uint32_t{d.device_id} << 16) | topology::kVendorNvidia);
           models.insert(m ? m->name : "10de:" + Hex4(d.device_id));
         }
       gc.gpu_models.assign(models.begin(), models.end());
@@ -981,12 +868,12 @@ class Checker {
     const std::string& name = g.sharing.mig;
     std::set<uint16_t> device_ids;
     for (const GuestDevice& d : s.plan->layout.devices)
-      if (d.vendor_id == kNvidiaVendor && d.role == topology::PciRole::kGpu) device_ids.insert(d.device_id);
+      if (d.vendor_id == topology::kVendorNvidia && d.role == topology::PciRole::kGpu) device_ids.insert(d.device_id);
     if (device_ids.empty()) return;  // the template reader refuses an NVIDIA group without NVIDIA GPUs
     std::set<std::string> profiles;
     bool any_on = false, any_off = false, any_empty = false;
     for (uint16_t id : device_ids) {
-      const sharing::GpuModel* model = sharing::FindGpuModelByPciId((uint32_t{id} << 16) | kNvidiaVendor);
+      const sharing::GpuModel* model = sharing::FindGpuModelByPciId((uint32_t{id} << 16) | topology::kVendorNvidia);
       if (!model) {
         if (name != "all-disabled")
           Add(Error("mig", g.name, key,
@@ -1028,7 +915,7 @@ class Checker {
         config = std::move(one);
       } else {
         std::string why;
-        config = DefaultMigConfig(name, *model, &why);
+        config = sharing::DefaultMigConfig(name, *model, &why);
         if (!config) {
           Add(Error("mig", g.name, key, why + ": mig-manager sets nvidia.com/mig.config.state=failed and the node keeps its GPUs as they were",
                     "use a config of NVIDIA's defaults for " + model->name + ": all-disabled, all-balanced, all-" +
@@ -1062,13 +949,13 @@ class Checker {
           if (!some) any_empty = true;
         }
     }
-    if (any_on && any_off) s.shape = MigShape::kSeveral;
-    else if (profiles.size() > 1) s.shape = MigShape::kSeveral;
-    else if (any_empty && profiles.empty()) s.shape = MigShape::kEnabledEmpty;
-    else if (any_empty) s.shape = MigShape::kSeveral;  // some MIG GPUs with devices, some without
-    else if (profiles.size() == 1) s.shape = MigShape::kOneProfile;
-    else s.shape = MigShape::kOff;
-    if (s.shape == MigShape::kEnabledEmpty)
+    if (any_on && any_off) s.shape = sharing::NodeMigShape::kSeveral;
+    else if (profiles.size() > 1) s.shape = sharing::NodeMigShape::kSeveral;
+    else if (any_empty && profiles.empty()) s.shape = sharing::NodeMigShape::kEnabledEmpty;
+    else if (any_empty) s.shape = sharing::NodeMigShape::kSeveral;  // some MIG GPUs with devices, some without
+    else if (profiles.size() == 1) s.shape = sharing::NodeMigShape::kOneProfile;
+    else s.shape = sharing::NodeMigShape::kOff;
+    if (s.shape == sharing::NodeMigShape::kEnabledEmpty)
       Add(Warning("mig", g.name, key,
                   name + " turns MIG on and creates no MIG device: the device plugin advertises nothing pods can use "
                          "until something creates instances",
@@ -1110,11 +997,11 @@ class Checker {
       const std::string key = "ClusterPolicy/" + NameOf(*cluster_policy_) + ".spec.mig.strategy";
       for (const GroupState* s : operator_groups) {
         const bool mps = s->group->sharing.mps.has_value();
-        const std::set<std::string> ok = AcceptedStrategies(s->shape, mps);
+        const std::set<std::string> ok = sharing::AcceptedMigStrategies(s->shape, mps);
         if (!ok.count(strategy))
           Add(Error("sharing", s->group->name, key,
                     "the GPU Operator's MIG strategy is " + strategy + (defaulted ? " (unset: the chart's default)" : "") + ": " +
-                        StrategyWhy(strategy, s->shape, mps) + " (this group: " + ShapeText(s->shape) +
+                        sharing::MigStrategyRefusal(strategy, s->shape, mps) + " (this group: " + sharing::NodeMigShapeText(s->shape) +
                         (mps ? ", MPS" : "") + ")",
                     "set spec.mig.strategy to " + JoinStrings(std::vector<std::string>(ok.begin(), ok.end()), " or ") +
                         " if every operator group allows it, or move this group to stack: accel"));
@@ -1136,11 +1023,11 @@ class Checker {
     std::vector<std::string> needs;
     for (const GroupState* s : operator_groups) {
       const bool mps = s->group->sharing.mps.has_value();
-      const std::set<std::string> ok = AcceptedStrategies(s->shape, mps);
+      const std::set<std::string> ok = sharing::AcceptedMigStrategies(s->shape, mps);
       std::set<std::string> both;
       std::set_intersection(common.begin(), common.end(), ok.begin(), ok.end(), std::inserter(both, both.begin()));
       common = std::move(both);
-      needs.push_back(s->group->name + " (" + ShapeText(s->shape) + (mps ? ", MPS" : "") + "): " +
+      needs.push_back(s->group->name + " (" + sharing::NodeMigShapeText(s->shape) + (mps ? ", MPS" : "") + "): " +
                       JoinStrings(std::vector<std::string>(ok.begin(), ok.end()), " or "));
     }
     if (common.empty())

@@ -12,7 +12,7 @@
 //   topology  single-numa-node on a guest whose accelerators span several cells: a pod asking for
 //             more than one cell holds is rejected (TopologyAffinityError) — a warning;
 //   mig       sharing.mig: the named mig-parted config, as NVIDIA's default-mig-parted-config
-//             defines it (DefaultMigConfig) or as a generated mig-parted ConfigMap holds it, on
+//             defines it (sharing/mig_default_configs.h) or as a generated mig-parted ConfigMap holds it, on
 //             the GPU model of the group's devices (sharing::ValidateMigPartedConfig);
 //   sharing   MIG, time-slicing and MPS against the device plugin's MIG strategy: the GPU
 //             Operator runs ONE strategy for every operator group (ClusterPolicy spec.mig.strategy),
@@ -195,18 +195,6 @@ std::optional<bool> ObjectSelects(const nlohmann::ordered_json& object, const No
 ///   Mellanox    feature.node.kubernetes.io/pci-15b3.present=true
 /// A label the template or a generator sets wins over a predicted one.
 NodeLabels PredictedNodeLabels(const NodeGroup& group, const GuestLayout& layout, const NodeLabels& part_labels);
-
-/// The mig-parted config `name` as NVIDIA's default config (mig-parted
-/// deployments/systemd/config-default.yaml, the GPU Operator's default-mig-parted-config)
-/// defines it for `model`, built from the MIG catalog: "all-disabled"; "all-enabled" (MIG on, no
-/// instances); "all-balanced" (two of the smallest plain 1g profile, one 2g, and one 3g on
-/// 7-slice GPUs); "all-<profile>" with the profile as config names spell it ("1g.10gb",
-/// "1g.10gb.me", "1g.24gb.me.all", "4g.96gb.gfx", "1g.24gb-me"), as many instances as the
-/// GPU holds (equal to NVIDIA's file on every model and config it has; for a profile this model
-/// knows only by another board's name, NVIDIA's count is that board's). Returns nullopt, with the reason in *why when non-null, when the name is none of
-/// these or the profile does not exist on the model. One config, one entry (devices: all).
-std::optional<sharing::MigPartedConfig> DefaultMigConfig(std::string_view name, const sharing::GpuModel& model,
-                                                         std::string* why = nullptr);
 
 /// Kubernetes objects from `text`: one or more YAML documents separated by `---` lines, a JSON
 /// document, or a `kind: List` / `kind: ...List` with `items`; empty documents are skipped.

@@ -438,15 +438,6 @@ std::string MagnumScript(const ClusterTemplate& t, const std::vector<GroupInput>
 
 }  // namespace
 
-std::string ShellQuote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') out += "'\\''";
-    else out += c;
-  }
-  return out + "'";
-}
-
 KubeletFlags KubeletConfigFlags(const nlohmann::json& config) {
   // KubeletConfiguration field -> kubelet flag (kubelet --help; the flags are deprecated in
   // favour of the config file but still read, which is how Magnum's Heat driver configures it).

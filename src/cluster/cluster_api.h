@@ -116,7 +116,4 @@ struct KubeletFlags {
 /// nothing.
 KubeletFlags KubeletConfigFlags(const nlohmann::json& config);
 
-/// `s` quoted for a POSIX shell: 'it'\''s'.
-std::string ShellQuote(const std::string& s);
-
 }  // namespace accel::cluster

@@ -25,8 +25,6 @@ int64_t QuantityBytes(const std::string& q) {
   return parsed ? parsed->Value() : -1;
 }
 
-constexpr int64_t kMiB = 1048576;
-
 // What an eviction threshold reserves in MiB: absolute only (a percentage of a node's memory is
 // not a number the sum rule can be checked with). nullopt for a percentage or garbage.
 std::optional<int64_t> ThresholdMib(const json& v) {

@@ -366,8 +366,6 @@ Json PrometheusRule(const ClusterTemplate& t, const NodeGroup& g, const std::vec
           {"spec", {{"groups", Json::array({{{"name", "node-group-" + g.name}, {"rules", list}}})}}}};
 }
 
-std::string Yaml(const Json& object) { return ToYaml(object); }
-
 }  // namespace
 
 std::vector<AlertRule> GroupAlertRules(const NodeGroup& group) {
@@ -409,7 +407,7 @@ StackPart MonitoringStack(const ClusterTemplate& t, const ClusterPlan& plan) {
         std::string(VendorName(g->vendor)) + "): every rule selects node_group=\"" + g->name +
         "\",\n# which the ServiceMonitors of stack/monitoring/service-monitors.yaml set. Runbooks: docs/alerts.md.\n"
         "# Written by accel cluster plan.\n" +
-        Yaml(rule);
+        ToYaml(rule);
     objects[g->name + "/monitoring/prometheus-rule.yaml"] = {rule};
   }
   const std::string monitors_file = "stack/monitoring/service-monitors.yaml";
@@ -446,12 +444,12 @@ StackPart MonitoringStack(const ClusterTemplate& t, const ClusterPlan& plan) {
       "# or each series is scraped twice. Written by accel cluster plan.\n";
   for (const Exporter& e : exporters) {
     const Json monitor = ServiceMonitor(t, e);
-    text += "---\n# " + e.comment + "\n" + Yaml(monitor);
+    text += "---\n# " + e.comment + "\n" + ToYaml(monitor);
     objects[monitors_file].push_back(monitor);
   }
   if (wanted.count("accel")) {
     const Json service = AccelAgentService(t);
-    text += "---\n# The accel agent's metrics port; the accel-agent Helm chart has no Service.\n" + Yaml(service);
+    text += "---\n# The accel agent's metrics port; the accel-agent Helm chart has no Service.\n" + ToYaml(service);
     objects[monitors_file].push_back(service);
   }
   if (!exporters.empty()) part.files[monitors_file] = text;

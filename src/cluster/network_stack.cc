@@ -15,6 +15,7 @@
 #include "common/yaml_out.h"
 #include "placement/libvirt_pci_layout.h"
 #include "placement/placement.h"
+#include "topology/classify.h"
 
 namespace accel::cluster {
 
@@ -36,12 +37,6 @@ constexpr const char* kNvIpamImage = "nvidia-k8s-ipam";
 // Where a HostDeviceNetwork's NetworkAttachmentDefinition goes: the namespace of the pods that
 // attach to it. The template does not say where training pods run.
 constexpr const char* kPodNamespace = "default";
-
-std::string Hex4(uint16_t v) {
-  char buf[8];
-  std::snprintf(buf, sizeof buf, "%04x", v);
-  return buf;
-}
 
 // "h100-train" → "h100_train": the device plugins accept resource names of [A-Za-z0-9_] only
 // (Mellanox/k8s-rdma-shared-dev-plugin validResourceName; the SR-IOV plugin's rule is the same).
@@ -89,11 +84,9 @@ void Ids(const std::vector<const GuestDevice*>& nics, Json* vendors, Json* devic
 
 std::string Dump(const Json& doc) { return doc.dump(2) + "\n"; }
 
-constexpr uint16_t kMellanoxVendor = 0x15b3;
-
 bool AllMellanox(const std::vector<const GuestDevice*>& nics) {
   for (const GuestDevice* n : nics)
-    if (n->vendor_id != kMellanoxVendor) return false;
+    if (n->vendor_id != topology::kVendorMellanox) return false;
   return !nics.empty();
 }
 

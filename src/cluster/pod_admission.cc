@@ -10,24 +10,24 @@
 
 #include "cluster/check.h"
 #include "cluster/network_stack.h"
+#include "cluster/vendor_stack.h"
 #include "common/error.h"
 #include "common/quantity.h"
 #include "fabric/network_configs.h"
 #include "common/structured_file.h"
 #include "placement/engine.h"
+#include "sharing/mig_default_configs.h"
 #include "sharing/mig_geometry.h"
+#include "topology/classify.h"
 
 namespace accel::cluster {
+
+using MigKind = sharing::DefaultMigConfigKind;
 
 namespace {
 
 using nlohmann::json;
 using nlohmann::ordered_json;
-
-constexpr int64_t kMiB = 1048576;
-constexpr uint16_t kNvidiaVendor = 0x10de;
-constexpr uint16_t kAmdVendor = 0x1002;
-constexpr uint16_t kHabanaVendor = 0x1da3;
 
 // =============================================================================================
 // Reading the pod
@@ -313,32 +313,13 @@ bool OptionOn(const json& c, const char* map, const char* option) {
 // =============================================================================================
 // Advertised resources
 
-enum class MigKind { kNone, kDisabled, kEnabledEmpty, kBalanced, kSingleProfile, kUnsupported };
-
-MigKind KindOf(const std::string& name) {
-  if (name.empty()) return MigKind::kNone;
-  if (name == "all-disabled") return MigKind::kDisabled;
-  if (name == "all-enabled") return MigKind::kEnabledEmpty;
-  if (name == "all-balanced") return MigKind::kBalanced;
-  if (name.size() > 4 && name.compare(0, 4, "all-") == 0) return MigKind::kSingleProfile;
-  return MigKind::kUnsupported;
-}
-
-bool Uniform(MigKind k) { return k == MigKind::kNone || k == MigKind::kDisabled || k == MigKind::kSingleProfile; }
-
-std::string MigResource(const std::string& profile) {
-  std::string r = "nvidia.com/mig-" + profile;
-  std::replace(r.begin(), r.end(), '+', '.');
-  return r;
-}
-
 // (resource name, count) per GPU `d` of group `g` under its MIG config (NVIDIA's default config
-// of that name for the GPU's model, check.h's DefaultMigConfig) and strategy.
+// of that name for the GPU's model, check.h's sharing::DefaultMigConfig) and strategy.
 std::vector<std::pair<std::string, int>> GpuUnits(const ClusterTemplate& t, size_t group_index, const NodeGroup& g,
                                                   const GuestDevice& d, MigKind kind, bool mixed) {
   if (kind == MigKind::kNone || kind == MigKind::kDisabled) return {{"nvidia.com/gpu", 1}};
   const std::string field = "spec.nodeGroups[" + std::to_string(group_index) + "].sharing.mig";
-  if (kind == MigKind::kUnsupported)
+  if (kind == MigKind::kUnknown)
     throw InputError(t.source, field,
                      "accel cluster pods knows what NVIDIA's default mig-parted configs advertise; '" + g.sharing.mig +
                          "' is not one",
@@ -352,7 +333,7 @@ std::vector<std::pair<std::string, int>> GpuUnits(const ClusterTemplate& t, size
                      "use all-disabled, or a GPU of `accel mig profiles`");
   }
   std::string why;
-  const std::optional<sharing::MigPartedConfig> config = DefaultMigConfig(g.sharing.mig, *model, &why);
+  const std::optional<sharing::MigPartedConfig> config = sharing::DefaultMigConfig(g.sharing.mig, *model, &why);
   if (!config || config->configs.empty() || config->configs.front().entries.empty())
     throw InputError(t.source, field, why.empty() ? "no MIG layout for " + model->name : why, "see `accel mig profiles`");
   const sharing::MigConfigEntry& entry = config->configs.front().entries.front();
@@ -362,7 +343,7 @@ std::vector<std::pair<std::string, int>> GpuUnits(const ClusterTemplate& t, size
     if (count <= 0) continue;
     const std::optional<int> index = sharing::FindProfile(*model, profile);
     const std::string name = index ? model->profiles[static_cast<size_t>(*index)].name : profile;
-    units.emplace_back(mixed ? MigResource(name) : "nvidia.com/gpu", count);
+    units.emplace_back(mixed ? sharing::MixedStrategyResource(name) : "nvidia.com/gpu", count);
   }
   return units;  // all-enabled: MIG on with no instances, nothing advertised
 }
@@ -463,22 +444,14 @@ std::vector<NodeResource> AdvertisedResources(const ClusterTemplate& t, const No
     if (t.groups[i].name == group.name) index = i;
   uint16_t vendor_id = 0;
   switch (group.vendor) {
-    case Vendor::kNvidia: vendor_id = kNvidiaVendor; break;
-    case Vendor::kAmd: vendor_id = kAmdVendor; break;
-    case Vendor::kHabana: vendor_id = kHabanaVendor; break;
+    case Vendor::kNvidia: vendor_id = topology::kVendorNvidia; break;
+    case Vendor::kAmd: vendor_id = topology::kVendorAmd; break;
+    case Vendor::kHabana: vendor_id = topology::kVendorHabana; break;
     case Vendor::kNone: break;
   }
-  // NVIDIA's MIG strategy (vendor_stack.h): one per ClusterPolicy for operator groups (single
-  // unless some NVIDIA operator group's config is not uniform), per group for accel's agent.
-  const MigKind kind = KindOf(group.sharing.mig);
-  bool mixed = false;
-  if (group.vendor == Vendor::kNvidia && group.stack == Stack::kOperator) {
-    for (const NodeGroup& other : t.groups)
-      if (other.vendor == Vendor::kNvidia && other.stack == Stack::kOperator && !Uniform(KindOf(other.sharing.mig)))
-        mixed = true;
-  } else if (group.vendor == Vendor::kNvidia) {
-    mixed = !Uniform(kind);
-  }
+  // NVIDIA's MIG strategy, as the vendor stack sets it (GroupMigStrategy).
+  const MigKind kind = sharing::DefaultMigConfigKindOf(group.sharing.mig);
+  const bool mixed = GroupMigStrategy(t, group) == "mixed";
   const ReplicaSharing* replicas = group.sharing.mps ? &*group.sharing.mps
                                    : group.sharing.time_slicing ? &*group.sharing.time_slicing
                                                                 : nullptr;

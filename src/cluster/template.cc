@@ -15,6 +15,7 @@
 #include "common/structured_file.h"
 #include "common/yaml_config.h"
 #include "fleet/labels.h"
+#include "topology/classify.h"
 #include "topology/sources.h"
 
 namespace accel::cluster {
@@ -31,7 +32,7 @@ constexpr int kMaxCount = 100000;  // nodes per group; far beyond any cluster, a
 std::string Index(const std::string& path, size_t i) { return path + "[" + std::to_string(i) + "]"; }
 
 // PCI vendor ids of the accelerator vendors (pci.ids): NVIDIA, AMD/ATI, Habana Labs.
-constexpr uint16_t kVendorIds[] = {0x10de, 0x1002, 0x1da3};
+constexpr uint16_t kVendorIds[] = {topology::kVendorNvidia, topology::kVendorAmd, topology::kVendorHabana};
 constexpr Vendor kVendorOfId[] = {Vendor::kNvidia, Vendor::kAmd, Vendor::kHabana};
 
 // What a group reads before the files are loaded and checked against.

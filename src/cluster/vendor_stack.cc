@@ -13,10 +13,15 @@
 #include "common/version.h"
 #include "common/yaml_out.h"
 #include "fleet/fleet_view.h"
+#include "sharing/mig_default_configs.h"
 #include "sharing/mig_geometry.h"
 #include "sharing/mig_parted_config.h"
+#include "topology/classify.h"
 
 namespace accel::cluster {
+
+using MigConfigKind = sharing::DefaultMigConfigKind;
+using sharing::MigDevices;
 
 namespace {
 
@@ -24,8 +29,6 @@ using nlohmann::ordered_json;
 using sharing::GpuModel;
 
 constexpr const char* kManagedByLabel = "app.kubernetes.io/managed-by";
-constexpr uint16_t kNvidiaVendorId = 0x10de;
-
 // Names of the cluster-wide objects.
 constexpr const char* kNvidiaClusterPolicy = "cluster-policy";  // the name NVIDIA's chart gives it
 constexpr const char* kDevicePluginConfigMap = "accel-device-plugin-config";
@@ -42,8 +45,6 @@ constexpr const char* kMpsRoot = "/run/nvidia/mps";
 
 // ---------------------------------------------------------------------------------------------
 // YAML text
-
-std::string Yaml(const ordered_json& v) { return ToYaml(v); }
 
 // `text` as YAML comment lines ("# ..."); "" stays "".
 std::string Comment(const std::string& text) {
@@ -62,7 +63,7 @@ std::string Comment(const std::string& text) {
 }
 
 // One Kubernetes object and the comment above it.
-struct Document {
+struct ObjectDocument {
   std::string comment;
   ordered_json object;
 };
@@ -70,7 +71,7 @@ struct Document {
 // A file of Kubernetes objects.
 struct ObjectFile {
   std::string header;
-  std::vector<Document> docs;
+  std::vector<ObjectDocument> docs;
 };
 
 std::string Render(const ObjectFile& f) {
@@ -78,7 +79,7 @@ std::string Render(const ObjectFile& f) {
   for (size_t i = 0; i < f.docs.size(); ++i) {
     if (i > 0) text += "---\n";
     if (i == 0 && !text.empty() && !f.docs[i].comment.empty()) text += "\n";
-    text += Comment(f.docs[i].comment) + Yaml(f.docs[i].object);
+    text += Comment(f.docs[i].comment) + ToYaml(f.docs[i].object);
   }
   return text;
 }
@@ -129,50 +130,6 @@ std::string FieldOf(size_t index, const std::string& key) {
 // ---------------------------------------------------------------------------------------------
 // MIG: the mig-parted configs accel can write
 
-enum class MigKind {
-  kNone,           ///< no sharing.mig
-  kDisabled,       ///< all-disabled
-  kEnabledEmpty,   ///< all-enabled: MIG on, no instances
-  kBalanced,       ///< all-balanced
-  kSingleProfile,  ///< all-<profile>
-  kUnsupported,    ///< any other name
-};
-
-MigKind KindOf(const std::string& name) {
-  if (name.empty()) return MigKind::kNone;
-  if (name == "all-disabled") return MigKind::kDisabled;
-  if (name == "all-enabled") return MigKind::kEnabledEmpty;
-  if (name == "all-balanced") return MigKind::kBalanced;
-  if (name.size() > 4 && name.compare(0, 4, "all-") == 0) return MigKind::kSingleProfile;
-  return MigKind::kUnsupported;
-}
-
-// A config NVIDIA's device plugin can serve under mig.strategy single: every GPU MIG-disabled,
-// or every GPU cut into instances of one profile (k8s-device-plugin.md §2.3). all-enabled has
-// no instances at all, which single refuses.
-bool UniformMig(MigKind kind) { return kind == MigKind::kNone || kind == MigKind::kDisabled || kind == MigKind::kSingleProfile; }
-
-// mig-devices of config `name` (kBalanced or kSingleProfile) on `model`; nullopt and *why when
-// the model has no such layout.
-std::optional<MigDevices> MigDevicesOn(const std::string& name, MigKind kind, const GpuModel& model, std::string* why) {
-  if (kind == MigKind::kSingleProfile) {
-    // The profile as this model's driver prints it: another board's spelling is not written.
-    const std::string profile = name.substr(4);
-    const std::optional<int> index = sharing::FindProfile(model, profile);
-    if (!index || sharing::IsOtherName(model.profiles[*index], profile)) {
-      std::string names;
-      for (const sharing::MigProfile& p : model.profiles) names += (names.empty() ? "" : ", ") + p.name;
-      *why = model.name + " has no MIG profile " + profile + " (its profiles: " + names + ")";
-      return std::nullopt;
-    }
-  }
-  // The layout is NVIDIA's default config (check.h), one definition for the stack, the check and
-  // the pod admission.
-  const std::optional<sharing::MigPartedConfig> config = DefaultMigConfig(name, model, why);
-  if (!config) return std::nullopt;
-  return config->configs.front().entries.front().mig_devices;
-}
-
 // The MIG-capable GPU models among a group's passed-through NVIDIA GPUs (catalog order), and the
 // PCI ids of NVIDIA GPUs the catalog does not know.
 struct GroupGpus {
@@ -185,7 +142,7 @@ GroupGpus GpusOf(const GroupPlan* plan) {
   if (plan == nullptr) return out;
   std::set<const GpuModel*> seen;
   for (const GuestDevice& d : plan->layout.devices) {
-    if (d.role != topology::PciRole::kGpu || d.vendor_id != kNvidiaVendorId) continue;
+    if (d.role != topology::PciRole::kGpu || d.vendor_id != topology::kVendorNvidia) continue;
     const uint32_t pci_id = (static_cast<uint32_t>(d.device_id) << 16) | d.vendor_id;
     const GpuModel* model = sharing::FindGpuModelByPciId(pci_id);
     if (model != nullptr) {
@@ -206,7 +163,7 @@ struct GroupInfo {
   const NodeGroup* group = nullptr;
   size_t index = 0;          ///< in t.groups
   GroupGpus gpus;            ///< NVIDIA GPUs of its flavor
-  MigKind mig = MigKind::kNone;
+  MigConfigKind mig = MigConfigKind::kNone;  ///< its sharing.mig
 };
 
 // One mig-parted config name and every group that asks for it.
@@ -232,9 +189,9 @@ sharing::MigPartedConfig BuildMigConfig(const ClusterTemplate& t, const std::map
   for (const auto& [name, use] : uses) {
     const GroupInfo& first = *use.groups.front();
     const std::string field = FieldOf(first.index, "sharing.mig");
-    const MigKind kind = KindOf(name);
-    if (kind == MigKind::kDisabled) continue;  // written above
-    if (kind == MigKind::kUnsupported)
+    const MigConfigKind kind = sharing::DefaultMigConfigKindOf(name);
+    if (kind == MigConfigKind::kDisabled) continue;  // written above
+    if (kind == MigConfigKind::kUnknown)
       throw InputError(t.source, field, "accel cannot write mig-parted config '" + name + "' for this group",
                        "use all-disabled, all-enabled, all-balanced or all-<profile> (NVIDIA's default config names, "
                        "e.g. all-1g.10gb; `accel mig profiles` lists the profiles)");
@@ -256,7 +213,7 @@ sharing::MigPartedConfig BuildMigConfig(const ClusterTemplate& t, const std::map
     }
     for (const GpuModel* m : models)
       if (std::find(all_models.begin(), all_models.end(), m) == all_models.end()) all_models.push_back(m);
-    if (kind == MigKind::kEnabledEmpty) {
+    if (kind == MigConfigKind::kEnabledEmpty) {
       add_simple(name, true);
       continue;
     }
@@ -264,7 +221,7 @@ sharing::MigPartedConfig BuildMigConfig(const ClusterTemplate& t, const std::map
     c.name = name;
     for (const GpuModel* m : models) {
       std::string why;
-      const std::optional<MigDevices> devices = MigDevicesOn(name, kind, *m, &why);
+      const std::optional<MigDevices> devices = sharing::DefaultMigDevices(name, *m, &why);
       if (!devices) {
         const GroupInfo* user = use.groups.front();
         for (const GroupInfo* g : use.groups)
@@ -309,17 +266,13 @@ sharing::MigPartedConfig BuildMigConfig(const ClusterTemplate& t, const std::map
 // ("nvidia.com/mig-1g.10gb"; '+' becomes '.', as NVIDIA's device plugin names them).
 std::vector<std::string> MixedResources(const std::string& name, const GroupInfo& g) {
   std::set<std::string> names;
-  const MigKind kind = KindOf(name);
-  if (kind != MigKind::kBalanced && kind != MigKind::kSingleProfile) return {};
+  const MigConfigKind kind = sharing::DefaultMigConfigKindOf(name);
+  if (kind != MigConfigKind::kBalanced && kind != MigConfigKind::kSingleProfile) return {};
   for (const GpuModel* m : g.gpus.models) {
     std::string why;
-    const std::optional<MigDevices> devices = MigDevicesOn(name, kind, *m, &why);
+    const std::optional<MigDevices> devices = sharing::DefaultMigDevices(name, *m, &why);
     if (!devices) continue;
-    for (const auto& [profile, count] : *devices) {
-      std::string r = "nvidia.com/mig-" + profile;
-      std::replace(r.begin(), r.end(), '+', '.');
-      names.insert(r);
-    }
+    for (const auto& [profile, count] : *devices) names.insert(sharing::MixedStrategyResource(profile));
   }
   return {names.begin(), names.end()};
 }
@@ -390,7 +343,7 @@ class Builder {
       for (const GroupPlan& p : plan.groups)
         if (p.group == g.group->name) gp = &p;
       g.gpus = GpusOf(gp);
-      g.mig = KindOf(g.group->sharing.mig);
+      g.mig = sharing::DefaultMigConfigKindOf(g.group->sharing.mig);
       groups_.push_back(std::move(g));
     }
   }
@@ -407,7 +360,7 @@ class Builder {
     Agents();
     for (const auto& [path, file] : object_files_) {
       part_.files[path] = Render(file);
-      for (const Document& d : file.docs) part_.objects.push_back(d.object);
+      for (const ObjectDocument& d : file.docs) part_.objects.push_back(d.object);
     }
     return std::move(part_);
   }
@@ -440,14 +393,14 @@ class Builder {
     if (ops.empty()) return;
     const std::string ns = t_.operators.nvidia.namespace_name;
 
-    // mig.strategy: one per cluster. single when every MIG group's config is uniform.
+    // mig.strategy: one per ClusterPolicy (GroupMigStrategy).
     std::map<std::string, MigUse> mig_uses;
     const GroupInfo* mixed_by = nullptr;
     for (const GroupInfo* g : ops) {
-      if (g->mig != MigKind::kNone) mig_uses[g->group->sharing.mig].groups.push_back(g);
-      if (!UniformMig(g->mig) && mixed_by == nullptr) mixed_by = g;
+      if (g->mig != MigConfigKind::kNone) mig_uses[g->group->sharing.mig].groups.push_back(g);
+      if (!sharing::ServedBySingleStrategy(g->mig) && mixed_by == nullptr) mixed_by = g;
     }
-    mig_strategy_ = mixed_by ? "mixed" : "single";
+    mig_strategy_ = GroupMigStrategy(t_, *ops.front()->group);
     if (mixed_by != nullptr)
       for (const GroupInfo* g : ops)
         if (g->group->sharing.mps)
@@ -478,7 +431,7 @@ class Builder {
       part_.node_labels[g->group->name]["nvidia.com/device-plugin.config"] = key;
     }
     for (const GroupInfo* g : ops)
-      if (g->mig != MigKind::kNone) part_.node_labels[g->group->name]["nvidia.com/mig.config"] = g->group->sharing.mig;
+      if (g->mig != MigConfigKind::kNone) part_.node_labels[g->group->name]["nvidia.com/mig.config"] = g->group->sharing.mig;
 
     // Tolerations of the operands: NVIDIA's chart default plus every operator group's taints.
     std::set<std::pair<std::string, std::string>> taints = {{"nvidia.com/gpu", "NoSchedule"}};
@@ -545,10 +498,10 @@ class Builder {
       ordered_json data;
       ordered_json defaults;
       defaults["version"] = "v1";
-      data[kDevicePluginDefaultKey] = Yaml(defaults);
+      data[kDevicePluginDefaultKey] = ToYaml(defaults);
       std::string keys;
       for (const auto& [key, config] : plugin_configs) {
-        data[key] = Yaml(config);
+        data[key] = ToYaml(config);
         std::string users;
         for (const std::string& u : plugin_users[key]) users += (users.empty() ? "" : ", ") + u;
         keys += "\n  " + key + ": " + users;
@@ -621,7 +574,7 @@ class Builder {
     // label accel's agent publishes for its own config (mig.stateFile).
     for (const GroupInfo* g : Select(Vendor::kNvidia, Stack::kAccel)) {
       part_.node_labels[g->group->name]["nvidia.com/gpu.deploy.operands"] = "false";
-      if (g->mig != MigKind::kNone) part_.node_labels[g->group->name]["nvidia.com/mig.config"] = g->group->sharing.mig;
+      if (g->mig != MigConfigKind::kNone) part_.node_labels[g->group->name]["nvidia.com/mig.config"] = g->group->sharing.mig;
     }
   }
 
@@ -780,15 +733,6 @@ class Builder {
   // ---- accel's node agent --------------------------------------------------------------------
 
   // The MIG strategy of one agent group (the agent's config is per group).
-  static std::string AgentMigStrategy(const GroupInfo& g) {
-    if (g.group->vendor != Vendor::kNvidia) return "none";
-    switch (g.mig) {
-      case MigKind::kNone:
-      case MigKind::kDisabled: return "none";
-      case MigKind::kSingleProfile: return "single";
-      default: return "mixed";
-    }
-  }
 
   void Agents() {
     std::vector<const GroupInfo*> agents;
@@ -804,7 +748,7 @@ class Builder {
 
     for (const GroupInfo* g : agents) {
       const NodeGroup& n = *g->group;
-      const std::string strategy = AgentMigStrategy(*g);
+      const std::string strategy = GroupMigStrategy(t_, *g->group);
       const ReplicaSharing* replicas = ReplicasOf(n);
       const std::vector<std::string> resources = SharedResources(*g, strategy);
 
@@ -823,7 +767,7 @@ class Builder {
       agent["devicePlugin"] = {{"enabled", true}, {"config", plugin}};
       agent["labels"] = {{"enabled", true}, {"file", std::string(kNfdFeaturesDir) + "/accel"}, {"interval", "60s"}};
       std::optional<std::string> mig_parted;
-      if (g->mig != MigKind::kNone) {
+      if (g->mig != MigConfigKind::kNone) {
         std::map<std::string, MigUse> uses;
         uses[n.sharing.mig].groups.push_back(g);
         mig_parted = sharing::WriteMigPartedConfig(BuildMigConfig(t_, uses));
@@ -834,10 +778,10 @@ class Builder {
       } else {
         agent["mig"] = {{"enabled", false}};
       }
-      const std::string agent_yaml = Yaml(agent);
+      const std::string agent_yaml = ToYaml(agent);
       std::string what = "\n  vendor " + std::string(VendorName(n.vendor));
       if (n.vendor == Vendor::kNvidia) what += "\n  MIG strategy " + strategy;
-      if (g->mig != MigKind::kNone) what += "\n  MIG config " + n.sharing.mig + ", applied at start (mig-parted.yaml)";
+      if (g->mig != MigConfigKind::kNone) what += "\n  MIG config " + n.sharing.mig + ", applied at start (mig-parted.yaml)";
       if (replicas != nullptr) {
         std::string list;
         for (const std::string& r : resources) list += (list.empty() ? "" : ", ") + r;
@@ -932,7 +876,7 @@ class Builder {
       f.header = Written() +
                  "\naccel's node agent on node group " + n.name + " (deploy/kubernetes/accel-agent.yaml, one per group):\n"
                  "exporter, device plugin, node-feature-discovery labels" +
-                 (g->mig != MigKind::kNone ? ", MIG manager" : "") + ".\n  kubectl create namespace " + ns +
+                 (g->mig != MigConfigKind::kNone ? ", MIG manager" : "") + ".\n  kubectl create namespace " + ns +
                  "\n  kubectl apply -f " + n.name + "/stack/accel-agent.yaml";
       f.docs.push_back({"The agent's config (" + n.name + "/stack/agent.yaml)" +
                             (mig_parted ? " and the mig-parted file it applies" : "") + ".",
@@ -992,7 +936,7 @@ class Builder {
       header += "\nNot here: groups whose sharing the chart cannot express (its timeSlicing and mps share\n"
                 "nvidia.com/gpu only); use their <group>/stack/accel-agent.yaml:" +
                 not_in_chart;
-    part_.files["stack/accel/values.yaml"] = Comment(header) + Yaml(values);
+    part_.files["stack/accel/values.yaml"] = Comment(header) + ToYaml(values);
   }
 
   const ClusterTemplate& t_;
@@ -1004,15 +948,21 @@ class Builder {
 
 }  // namespace
 
-std::optional<MigDevices> DefaultMigDevices(const std::string& name, const sharing::GpuModel& model, std::string* why) {
-  std::string ignored;
-  if (why == nullptr) why = &ignored;
-  const MigKind kind = KindOf(name);
-  if (kind != MigKind::kBalanced && kind != MigKind::kSingleProfile) {
-    *why = "'" + name + "' is not all-balanced or all-<profile>";
-    return std::nullopt;
+std::string GroupMigStrategy(const ClusterTemplate& t, const NodeGroup& g) {
+  if (g.vendor != Vendor::kNvidia) return "none";
+  if (g.stack == Stack::kOperator) {
+    for (const NodeGroup& other : t.groups)
+      if (other.vendor == Vendor::kNvidia && other.stack == Stack::kOperator &&
+          !sharing::ServedBySingleStrategy(sharing::DefaultMigConfigKindOf(other.sharing.mig)))
+        return "mixed";
+    return "single";
   }
-  return MigDevicesOn(name, kind, model, why);
+  switch (sharing::DefaultMigConfigKindOf(g.sharing.mig)) {
+    case MigConfigKind::kNone:
+    case MigConfigKind::kDisabled: return "none";
+    case MigConfigKind::kSingleProfile: return "single";
+    default: return "mixed";
+  }
 }
 
 StackPart VendorStack(const ClusterTemplate& t, const ClusterPlan& plan) { return Builder(t, plan).Build(); }

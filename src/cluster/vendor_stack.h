@@ -97,17 +97,11 @@ inline constexpr const char* kStackLabel = "accel.io/stack";
 ///     versions (the Gaudi Base Operator has one ClusterPolicy).
 StackPart VendorStack(const ClusterTemplate& t, const ClusterPlan& plan);
 
-/// mig-parted's mig-devices: profile as nvidia-smi prints it -> instances per GPU.
-using MigDevices = std::vector<std::pair<std::string, int>>;
-
-/// The mig-devices accel writes on `model` for one of NVIDIA's default config names, the rules
-/// of examples/mig/default-configs.yaml: "all-balanced" = 2 x the smallest plain 1g profile +
-/// 1 x 2g + 1 x 3g (A30 and RTX PRO 6000, 4 SM slices: no 3g); "all-<profile>" = the most
-/// instances of that profile one GPU holds, the profile written as mig-parted names it
-/// ("all-1g.10gb.me" -> {"1g.10gb+me": 1}); the profile must be one nvidia-smi prints on that
-/// model, not one of its other names. Returns nullopt and sets *why (when non-null) for any
-/// other name (all-disabled and all-enabled have no devices) or a profile the model lacks.
-std::optional<MigDevices> DefaultMigDevices(const std::string& name, const sharing::GpuModel& model,
-                                            std::string* why = nullptr);
+/// The MIG strategy NVIDIA's device plugin runs with on the nodes of group `g` of `t`, as the
+/// vendor stack configures it: "none" for groups without NVIDIA GPUs; for GPU Operator groups the
+/// ClusterPolicy's one strategy, "mixed" when some NVIDIA operator group's MIG config is not
+/// served by single (sharing::ServedBySingleStrategy), else "single"; for accel agent groups
+/// their own: "none" without MIG (or all-disabled), "single" for all-<profile>, else "mixed".
+std::string GroupMigStrategy(const ClusterTemplate& t, const NodeGroup& g);
 
 }  // namespace accel::cluster

@@ -7,12 +7,10 @@
 namespace accel {
 
 namespace {
-constexpr int kMaxCpu = 65535;
-
 bool ParseInt(std::string_view s, int* out) {
   if (s.empty()) return false;
   auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
-  return ec == std::errc() && ptr == s.data() + s.size() && *out >= 0 && *out <= kMaxCpu;
+  return ec == std::errc() && ptr == s.data() + s.size() && *out >= 0 && *out <= CpuSet::kMaxCpu;
 }
 
 std::string_view Strip(std::string_view s) {
@@ -49,7 +47,7 @@ bool CpuSet::Parse(std::string_view text, CpuSet* out, std::string* error) {
                         ParseInt(Strip(token.substr(dash + 1)), &hi);
     if (!ok || lo > hi) {
       *error = "'" + std::string(token) + "' in CPU list '" + std::string(text) +
-               "' is not a CPU number or range a-b (0.." + std::to_string(kMaxCpu) + ")";
+               "' is not a CPU number or range a-b (0.." + std::to_string(CpuSet::kMaxCpu) + ")";
       return false;
     }
     for (int c = lo; c <= hi; ++c) (exclude ? remove : add).Add(c);

@@ -14,12 +14,15 @@ namespace accel {
 
 class CpuSet {
  public:
+  /// The largest CPU id a set holds (and Parse accepts).
+  static constexpr int kMaxCpu = 65535;
+
   CpuSet() = default;
   CpuSet(std::initializer_list<int> cpus);
 
   /// Parses "0-3,8,^2" (a leading ^ removes; whitespace ignored; empty string is the empty set).
   /// Returns true and fills *out on success; on error returns false and sets *error to
-  /// a sentence naming the offending token. CPU ids must be in [0, 65535].
+  /// a sentence naming the offending token. CPU ids must be in [0, kMaxCpu].
   static bool Parse(std::string_view text, CpuSet* out, std::string* error);
 
   void Add(int cpu);

@@ -1,5 +1,7 @@
 #include "common/quantity.h"
 
+#include "common/strings.h"
+
 #include <cmath>
 #include <limits>
 
@@ -12,8 +14,6 @@ constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 // More digits than an int64 holds say nothing a kubelet config can mean; refusing them keeps the
 // exact arithmetic below inside 128 bits.
 constexpr size_t kMaxDigits = 24;
-
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
 std::string Bad(std::string_view text, const std::string& why) {
   return "'" + std::string(text) + "' is not a quantity: " + why;
@@ -44,7 +44,7 @@ bool Suffix(std::string_view s, int* exp10, int* pow1024, std::string* error, st
     }
     int e = 0;
     for (; i < s.size(); ++i) {
-      if (!IsDigit(s[i])) {
+      if (!IsAsciiDigit(s[i])) {
         *error = Bad(text, "unknown suffix '" + std::string(s) + "'");
         return false;
       }
@@ -85,7 +85,7 @@ std::optional<Quantity> ParseQuantity(std::string_view text, std::string* error)
       seen_point = true;
       continue;
     }
-    if (!IsDigit(c)) break;
+    if (!IsAsciiDigit(c)) break;
     if (mantissa == 0 && c == '0') {  // leading zeros carry no digits (fraction ones scale)
       if (seen_point) ++fraction_digits;
       continue;
@@ -163,7 +163,7 @@ std::optional<int64_t> ParseGoDuration(std::string_view text, std::string* error
     const size_t start = i;
     long double value = 0, scale = 1;
     bool point = false, any = false;
-    for (; i < text.size() && (IsDigit(text[i]) || (text[i] == '.' && !point)); ++i) {
+    for (; i < text.size() && (IsAsciiDigit(text[i]) || (text[i] == '.' && !point)); ++i) {
       if (text[i] == '.') {
         point = true;
         continue;
@@ -175,7 +175,7 @@ std::optional<int64_t> ParseGoDuration(std::string_view text, std::string* error
     if (!any) return bad("expected a number at '" + std::string(text.substr(start)) + "'");
     if (point) value *= scale;
     size_t unit_start = i;
-    while (i < text.size() && !IsDigit(text[i]) && text[i] != '.') ++i;
+    while (i < text.size() && !IsAsciiDigit(text[i]) && text[i] != '.') ++i;
     const std::string_view unit = text.substr(unit_start, i - unit_start);
     long double ns = 0;
     if (unit == "ns") ns = 1;

@@ -21,6 +21,10 @@
 
 namespace accel {
 
+/// Bytes in a mebibyte (Mi) and a gibibyte (Gi).
+inline constexpr int64_t kMiB = int64_t{1} << 20;
+inline constexpr int64_t kGiB = int64_t{1} << 30;
+
 /// A parsed quantity.
 struct Quantity {
   int64_t milli = 0;  ///< the value times 1000, rounded up (toward +infinity)

@@ -45,6 +45,44 @@ std::string_view ClosestMatch(std::string_view word, const std::vector<std::stri
   return best;
 }
 
+std::string AsciiLower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return out;
+}
+
+std::string Hex4(uint16_t v) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string s(4, '0');
+  for (int k = 3; k >= 0; --k, v = static_cast<uint16_t>(v >> 4)) s[static_cast<size_t>(k)] = kDigits[v & 0xf];
+  return s;
+}
+
+std::string Hex16(uint64_t v) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string s(16, '0');
+  for (int k = 15; k >= 0; --k, v >>= 4) s[static_cast<size_t>(k)] = kDigits[v & 0xf];
+  return s;
+}
+
+std::string ShellQuote(std::string_view value) {
+  std::string out = "'";
+  for (char c : value) {
+    if (c == '\'')
+      out += "'\\''";
+    else
+      out += c;
+  }
+  return out + "'";
+}
+
+std::string CommentLine(std::string_view text) {
+  std::string out = "# ";
+  for (char c : text) out += (c == '\n' || c == '\r') ? ' ' : c;
+  return out + "\n";
+}
+
 std::string_view Trim(std::string_view s, std::string_view chars) {
   size_t b = s.find_first_not_of(chars);
   if (b == std::string_view::npos) return {};
@@ -65,12 +103,10 @@ std::vector<std::string> SplitList(std::string_view text, char sep) {
 
 namespace {
 
-bool IsDigit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
-
 // The digit run starting at `at`, without leading zeros (one zero stays).
 std::string_view DigitRun(std::string_view s, size_t at, size_t* end) {
   size_t e = at;
-  while (e < s.size() && IsDigit(s[e])) ++e;
+  while (e < s.size() && IsAsciiDigit(s[e])) ++e;
   *end = e;
   size_t start = at;
   while (start + 1 < e && s[start] == '0') ++start;
@@ -82,7 +118,7 @@ std::string_view DigitRun(std::string_view s, size_t at, size_t* end) {
 bool NaturalLess(std::string_view a, std::string_view b) {
   size_t i = 0, j = 0;
   while (i < a.size() && j < b.size()) {
-    if (IsDigit(a[i]) && IsDigit(b[j])) {
+    if (IsAsciiDigit(a[i]) && IsAsciiDigit(b[j])) {
       size_t ei = 0, ej = 0;
       std::string_view na = DigitRun(a, i, &ei), nb = DigitRun(b, j, &ej);
       if (na.size() != nb.size()) return na.size() < nb.size();  // no overflow on long runs

@@ -1,6 +1,7 @@
 // Small string helpers that several layers need the same way. Pure functions; thread-safe.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -50,5 +51,26 @@ bool IsDnsLabel(std::string_view name);
 /// True when `name` is a DNS-1123 subdomain: at most 253 characters, dot-separated DNS labels
 /// (node names, DRA driver names such as "accel.io", ResourceSlice names).
 bool IsDnsSubdomain(std::string_view name);
+
+/// True for the ASCII digits 0-9 only (std::isdigit also depends on the C locale).
+inline bool IsAsciiDigit(char c) { return c >= '0' && c <= '9'; }
+
+/// `s` with ASCII A-Z turned into a-z; other bytes unchanged. AsciiLower("InfiniBand") == "infiniband".
+std::string AsciiLower(std::string_view s);
+
+/// `v` as four lower-case hex digits, the way PCI vendor and device ids are written (lspci,
+/// sysfs, Nova, libvirt): Hex4(0x10de) == "10de", Hex4(0x15) == "0015".
+std::string Hex4(uint16_t v);
+
+/// `v` as sixteen lower-case hex digits: Hex16(255) == "00000000000000ff".
+std::string Hex16(uint64_t v);
+
+/// `value` as one POSIX shell word: single-quoted, a ' inside written '\''. ShellQuote("it's")
+/// == "'it'\''s'"; safe for any bytes but NUL.
+std::string ShellQuote(std::string_view value);
+
+/// `text` as one "# ..." comment line (shell, YAML) ending in "\n": line breaks inside outside text
+/// (a note, a warning) become spaces, so they cannot end the comment early.
+std::string CommentLine(std::string_view text);
 
 }  // namespace accel

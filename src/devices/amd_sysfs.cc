@@ -49,13 +49,4 @@ std::optional<double> CurrentDpmLevelMhz(const std::string& text) {
   return std::nullopt;
 }
 
-std::optional<std::string> ReadSmallFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return std::nullopt;
-  return text.str();
-}
-
 }  // namespace accel::devices::amd_sysfs

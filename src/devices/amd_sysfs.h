@@ -23,7 +23,4 @@ std::string CardDeviceDir(const std::string& root, const std::string& bdf);
 /// not parse.
 std::optional<double> CurrentDpmLevelMhz(const std::string& text);
 
-/// The whole content of a small file; nullopt when it cannot be read.
-std::optional<std::string> ReadSmallFile(const std::string& path);
-
 }  // namespace accel::devices::amd_sysfs

@@ -12,12 +12,13 @@
 #include "devices/topology_join.h"
 
 namespace accel::devices {
-namespace {
+// Named rather than anonymous: the unity build compiles this file with the other backends.
+namespace hlml_impl {
 
 using hlml::Return;
 using hlml::ReturnText;
 
-const std::vector<std::string> kDefaultCandidates = {"libhlml.so",
+const std::vector<std::string> kHlmlLibraries = {"libhlml.so",
                                                      "/usr/lib/habanalabs/libhlml.so"};
 
 /// Sample fields whose "unsupported" answer is remembered per device.
@@ -308,14 +309,14 @@ std::vector<HealthEvent> HlmlBackend::WaitEvents(std::chrono::milliseconds timeo
   return events;
 }
 
-}  // namespace
+}  // namespace hlml_impl
 
 std::unique_ptr<DeviceBackend> OpenHlml(const std::string& library) {
   std::unique_ptr<SharedLibrary> lib = LoadVendorLibrary(
-      library, kDefaultCandidates, "HLML",
+      library, hlml_impl::kHlmlLibraries, "HLML",
       "fix --hlml-library: the path of libhlml.so, usually /usr/lib/habanalabs/libhlml.so");
   if (!lib) return nullptr;
-  auto backend = std::make_unique<HlmlBackend>(std::move(lib));
+  auto backend = std::make_unique<hlml_impl::HlmlBackend>(std::move(lib));
   backend->Open();
   return backend;
 }

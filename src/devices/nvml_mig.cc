@@ -4,14 +4,13 @@
 
 #include "devices/nvml_backend.h"
 
+#include "devices/nvml_session.h"
+
 namespace accel::devices {
 
 using namespace nvml;
 
 namespace {
-
-// Past the last profile index NVML answers INVALID_ARGUMENT; this only bounds a broken library.
-constexpr unsigned kMaxProfileIndex = 64;
 
 // DCGM's GPU_I_PROFILE value (since 2.3.4): "<slices>g.<ceil(memoryMB / 1024)>gb".
 std::string ProfileName(const nvmlGpuInstanceProfileInfo_t& info) {
@@ -25,7 +24,7 @@ void LoadProfiles(NvmlReadContext& ctx) {
   auto* function = ctx.api().nvmlDeviceGetGpuInstanceProfileInfo;
   if (dev.profiles_loaded || !ctx.Want(NvmlSlot::kMigProfiles, function != nullptr)) return;
   std::vector<NvmlMigProfile> profiles;
-  for (unsigned index = 0; index < kMaxProfileIndex; ++index) {
+  for (unsigned index = 0; index < kMaxMigProfileIndex; ++index) {
     nvmlGpuInstanceProfileInfo_t info{};
     nvmlReturn_t rc = function(ctx.handle(), index, &info);
     if (rc == NVML_ERROR_INVALID_ARGUMENT) break;

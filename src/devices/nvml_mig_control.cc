@@ -2,6 +2,8 @@
 // Lists are read with the sizes NVML documents (a profile's instanceCount bounds the arrays).
 #include "devices/nvml_mig_control.h"
 
+#include "devices/nvml_session.h"
+
 #include <algorithm>
 
 namespace accel::devices {
@@ -10,8 +12,6 @@ using namespace nvml;
 
 namespace {
 
-// Past the last profile index NVML answers INVALID_ARGUMENT; these only bound a broken library.
-constexpr unsigned kMaxProfileIndex = 64;
 constexpr unsigned kMaxComputeProfileIndex = 16;
 
 std::string SynthesizedName(const nvmlGpuInstanceProfileInfo_t& info) {
@@ -77,7 +77,7 @@ bool NvmlMigControl::HasProcesses() { return !Processes().empty(); }
 const std::vector<MigDriverProfile>& NvmlMigControl::Profiles() {
   if (!mig_capable_ || !profiles_.empty()) return profiles_;
   std::vector<MigDriverProfile> profiles;
-  for (unsigned index = 0; index < kMaxProfileIndex; ++index) {
+  for (unsigned index = 0; index < kMaxMigProfileIndex; ++index) {
     nvmlGpuInstanceProfileInfo_t info{};
     nvmlReturn_t rc = api().nvmlDeviceGetGpuInstanceProfileInfo(handle_, index, &info);
     if (rc == NVML_ERROR_INVALID_ARGUMENT) break;

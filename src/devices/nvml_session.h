@@ -19,6 +19,10 @@
 
 namespace accel::devices {
 
+/// MIG profile indexes NVML is asked about: past the last one it answers INVALID_ARGUMENT; the
+/// bound only stops a broken library from keeping a loop going.
+inline constexpr unsigned kMaxMigProfileIndex = 64;
+
 /// The library names tried when none is given: the soname, then where container toolkits and the
 /// GPU Operator's driver container put it.
 const std::vector<std::string>& NvmlDefaultCandidates();

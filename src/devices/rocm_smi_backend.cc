@@ -7,17 +7,19 @@
 #include <thread>
 
 #include "devices/amd_sysfs.h"
+#include "common/small_file.h"
 #include "devices/backend.h"
 #include "devices/rocm_smi_api.h"
 #include "devices/topology_join.h"
 
 namespace accel::devices {
-namespace {
+// Named rather than anonymous: the unity build compiles this file with the other backends.
+namespace rocm_smi_impl {
 
 using rsmi::Status;
 
 // Debian's package first (SONAME .so.1), then AMD's ROCm releases (6.1+ ship .so.7).
-const std::vector<std::string> kDefaultCandidates = {
+const std::vector<std::string> kRocmSmiLibraries = {
     "librocm_smi64.so.1", "librocm_smi64.so.7", "librocm_smi64.so.6", "librocm_smi64.so.5",
     "/opt/rocm/lib/librocm_smi64.so.7", "/opt/rocm/lib/librocm_smi64.so",
 };
@@ -312,7 +314,7 @@ void RocmSmiBackend::ReadMemoryAndErrors(DeviceState& d, DeviceReading* r) {
 void RocmSmiBackend::ReadClocks(DeviceState& d, DeviceReading* r) {
   auto clock = [&](Field f, const char* file) -> std::optional<double> {
     if (d.card_dir.empty() || d.unsupported[f]) return std::nullopt;
-    std::optional<std::string> text = amd_sysfs::ReadSmallFile(d.card_dir + "/" + file);
+    std::optional<std::string> text = ReadSmallFile(d.card_dir + "/" + file);
     if (!text) {
       d.unsupported.set(f);  // older ASICs and VFs have no DPM table
       return std::nullopt;
@@ -366,14 +368,14 @@ std::vector<HealthEvent> RocmSmiBackend::WaitEvents(std::chrono::milliseconds ti
   return events;
 }
 
-}  // namespace
+}  // namespace rocm_smi_impl
 
 std::unique_ptr<DeviceBackend> OpenRocmSmi(const std::string& library) {
   std::unique_ptr<SharedLibrary> lib = LoadVendorLibrary(
-      library, kDefaultCandidates, "ROCm SMI",
+      library, rocm_smi_impl::kRocmSmiLibraries, "ROCm SMI",
       "fix --rocm-smi-library: the path of librocm_smi64.so.*, usually under /opt/rocm/lib");
   if (!lib) return nullptr;
-  auto backend = std::make_unique<RocmSmiBackend>(std::move(lib));
+  auto backend = std::make_unique<rocm_smi_impl::RocmSmiBackend>(std::move(lib));
   backend->Open();
   return backend;
 }

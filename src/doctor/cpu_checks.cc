@@ -39,8 +39,6 @@ bool ParseSysList(const Context& ctx, const std::string& text, CpuSet* out) {
   return ParseKernelCpuList(text, std::max(ctx.nr_cpus, 65536 / 2), out, &error);
 }
 
-std::string Show(const CpuSet& s) { return s.Empty() ? "(none)" : s.ToString(); }
-
 }  // namespace
 
 CpuSet IsolatedCpus(const Context& ctx, std::vector<Evidence>* evidence) {
@@ -123,14 +121,14 @@ Finding CheckHost02Cmdline(const Context& ctx) {
     CpuSet running;
     CpuSet expect = has_iso && iso.domain ? iso.cpus : CpuSet();
     if (ParseSysList(ctx, sys_iso.value, &running) && running != expect)
-      warn("the kernel isolated " + Show(running) + " but the command line asks for " +
-           Show(expect));
+      warn("the kernel isolated " + CpuSetText(running) + " but the command line asks for " +
+           CpuSetText(expect));
   }
   if (sys_nohz.ok && has_nohz) {
     CpuSet running;
     if (ParseSysList(ctx, sys_nohz.value, &running) && running != nohz)
-      warn("the kernel runs nohz_full on " + Show(running) + " but the command line asks for " +
-           Show(nohz));
+      warn("the kernel runs nohz_full on " + CpuSetText(running) + " but the command line asks for " +
+           CpuSetText(nohz));
   }
   if (ctx.hypervisor()) {
     std::set<int> accel_nodes;
@@ -146,8 +144,8 @@ Finding CheckHost02Cmdline(const Context& ctx) {
       warn("NUMA nodes with accelerators but no isolated CPUs: " + JoinList(bare) +
            " (pinned vCPUs there share CPUs with host threads and IRQs)");
     if (ctx.plan && ctx.plan->dedicated != isolated)
-      warn("isolated CPUs " + Show(isolated) + " differ from the plan's dedicated set " +
-           Show(ctx.plan->dedicated));
+      warn("isolated CPUs " + CpuSetText(isolated) + " differ from the plan's dedicated set " +
+           CpuSetText(ctx.plan->dedicated));
   }
   Finding f;
   if (problems.empty()) {

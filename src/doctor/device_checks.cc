@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "devices/nvml_links.h"
+#include "common/strings.h"
 #include "doctor/doctor_internal.h"
 #include "doctor/pci_config.h"
 #include "placement/flavor.h"
@@ -28,23 +29,6 @@ std::vector<const PciDevice*> Chain(const topology::HostTopology& host, const Pc
     dev = dev->parent.empty() ? nullptr : host.FindPci(dev->parent);
   }
   return chain;
-}
-
-std::string Hex4(unsigned v) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "%04x", v);
-  return buf;
-}
-
-std::string SizeText(unsigned long long bytes) {
-  char buf[32];
-  if (bytes >= (1ull << 30) && bytes % (1ull << 30) == 0)
-    std::snprintf(buf, sizeof buf, "%llu GiB", bytes >> 30);
-  else if (bytes >= (1ull << 20))
-    std::snprintf(buf, sizeof buf, "%llu MiB", bytes >> 20);
-  else
-    std::snprintf(buf, sizeof buf, "%llu KiB", bytes >> 10);
-  return buf;
 }
 
 // "32.0 GT/s PCIe" → 32; 0 when unknown.

@@ -6,12 +6,14 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <exception>
 #include <set>
 
 #include "common/error.h"
 #include "common/strings.h"
 #include "doctor/doctor_internal.h"
+#include "topology/classify.h"
 
 namespace accel::doctor {
 
@@ -101,6 +103,22 @@ std::string JoinList(const std::vector<std::string>& items, size_t max) {
   if (items.size() > max) out += " and " + std::to_string(items.size() - max) + " more";
   return out;
 }
+
+std::string SizeText(unsigned long long bytes) {
+  constexpr unsigned long long kGiBytes = 1ull << 30;
+  char buf[32];
+  if (bytes >= kGiBytes && bytes % kGiBytes == 0)
+    std::snprintf(buf, sizeof buf, "%llu GiB", bytes / kGiBytes);
+  else if (bytes >= kGiBytes)
+    std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes) / kGiBytes);
+  else if (bytes >= (1ull << 20))
+    std::snprintf(buf, sizeof buf, "%llu MiB", bytes >> 20);
+  else
+    std::snprintf(buf, sizeof buf, "%llu KiB", bytes >> 10);
+  return buf;
+}
+
+std::string CpuSetText(const CpuSet& cpus) { return cpus.Empty() ? "(none)" : cpus.ToString(); }
 
 std::optional<long long> ParseNumber(const std::string& text) {
   if (text.empty()) return std::nullopt;
@@ -202,7 +220,7 @@ Context BuildContext(const topology::HostTopology& host, const DoctorOptions& op
   for (const topology::PciDevice& dev : host.pci) {
     if (dev.is_accelerator()) {
       ctx.accelerators.push_back(&dev);
-      if (dev.role == topology::PciRole::kGpu && dev.vendor_id == 0x10de)
+      if (dev.role == topology::PciRole::kGpu && dev.vendor_id == topology::kVendorNvidia)
         ctx.nvidia_gpus.push_back(&dev);
     }
     if (dev.is_rdma() && !dev.is_vf()) ctx.rdma_pfs.push_back(&dev);

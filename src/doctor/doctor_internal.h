@@ -74,6 +74,12 @@ std::string DeviceLabel(const topology::PciDevice& dev);
 /// Joins with ", ", at most `max` items then "and N more".
 std::string JoinList(const std::vector<std::string>& items, size_t max = 8);
 
+/// A size for people: "64 GiB", "1.5 GiB", "256 MiB", "512 KiB".
+std::string SizeText(unsigned long long bytes);
+
+/// A CPU set for people: "0-3,8", or "(none)" when empty.
+std::string CpuSetText(const CpuSet& cpus);
+
 /// The value of a sysfs attribute with a leading "0x" parsed as hex, else decimal.
 std::optional<long long> ParseNumber(const std::string& text);
 

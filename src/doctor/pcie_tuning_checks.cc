@@ -7,6 +7,7 @@
 #include <set>
 
 #include "doctor/doctor_internal.h"
+#include "common/strings.h"
 #include "doctor/pci_config.h"
 
 namespace accel::doctor {
@@ -19,12 +20,6 @@ using topology::PciDevice;
 constexpr size_t kStandardConfigBytes = 256;
 // What RDMA NICs should request per read: the largest size PCIe allows.
 constexpr int kWantedReadRequest = 4096;
-
-std::string Hex4(unsigned v) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "%04x", v & 0xffff);
-  return buf;
-}
 
 // One device's PCI Express registers, read once per run.
 struct RegsRead {

@@ -32,19 +32,6 @@ std::vector<std::string> Words(const std::string& text) {
   return words;
 }
 
-std::string SizeText(unsigned long long bytes) {
-  char buf[32];
-  if (bytes >= kGiB && bytes % kGiB == 0)
-    std::snprintf(buf, sizeof buf, "%llu GiB", bytes / kGiB);
-  else if (bytes >= kGiB)
-    std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes) / kGiB);
-  else if (bytes >= (1ull << 20))
-    std::snprintf(buf, sizeof buf, "%llu MiB", bytes >> 20);
-  else
-    std::snprintf(buf, sizeof buf, "%llu KiB", bytes >> 10);
-  return buf;
-}
-
 // A tmpfs size= option: "65536k", "8g", "1073741824"; std::nullopt for percentages and junk
 // (the kernel prints k, so the rest is for copied trees).
 std::optional<unsigned long long> TmpfsSize(const std::string& text) {

@@ -84,8 +84,6 @@ std::vector<std::string> Lineage(const Context& ctx, const std::string& profile)
   return seen;
 }
 
-std::string Show(const CpuSet& s) { return s.Empty() ? "(none)" : s.ToString(); }
-
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -181,11 +179,11 @@ Finding CheckHost10Tuned(const Context& ctx) {
       if (booted != wanted) {
         sev = std::max(sev, Severity::kWarn);
         reboot = true;
-        problems.push_back("cpu-partitioning isolates " + Show(wanted) +
-                           " but the running kernel's " + source + " CPUs are " + Show(booted) +
+        problems.push_back("cpu-partitioning isolates " + CpuSetText(wanted) +
+                           " but the running kernel's " + source + " CPUs are " + CpuSetText(booted) +
                            ": a reboot is pending (tuned's kernel command line takes effect at "
                            "the next boot)");
-        fix += "reboot; then check: cat /sys/devices/system/cpu/nohz_full   # " + Show(wanted) + "\n";
+        fix += "reboot; then check: cat /sys/devices/system/cpu/nohz_full   # " + CpuSetText(wanted) + "\n";
       }
     }
   }

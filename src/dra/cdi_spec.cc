@@ -8,6 +8,7 @@
 
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "common/small_file.h"
 
 namespace accel::dra {
 
@@ -47,14 +48,6 @@ std::string Join(const std::string& root, const std::string& path) {
   std::string r = root;
   while (!r.empty() && r.back() == '/') r.pop_back();
   return r + path;
-}
-
-std::string ReadSmallFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return "";
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 // "uverbs12" → 12; −1 for anything else.
@@ -153,7 +146,7 @@ int FindUverbsIndex(const std::string& host_root, const std::string& rdma_device
   for (fs::directory_iterator it(verbs, ec), end; !ec && it != end; it.increment(ec)) {
     int n = UverbsNumber(it->path().filename().string());
     if (n < 0) continue;
-    std::string ibdev = ReadSmallFile((it->path() / "ibdev").string());
+    std::string ibdev = ReadSmallFile((it->path() / "ibdev").string()).value_or("");
     while (!ibdev.empty() && (ibdev.back() == '\n' || ibdev.back() == ' ')) ibdev.pop_back();
     if (ibdev == rdma_device) return n;
   }
@@ -167,9 +160,9 @@ std::vector<int> MigCapabilityMinors(const std::string& host_root, int gpu_minor
   std::string gi = Join(host_root, "/proc/driver/nvidia/capabilities/gpu" +
                                        std::to_string(gpu_minor) + "/mig/gi" +
                                        std::to_string(gpu_instance));
-  int gi_minor = DeviceFileMinor(ReadSmallFile(gi + "/access"));
+  int gi_minor = DeviceFileMinor(ReadSmallFile(gi + "/access").value_or(""));
   int ci_minor =
-      DeviceFileMinor(ReadSmallFile(gi + "/ci" + std::to_string(compute_instance) + "/access"));
+      DeviceFileMinor(ReadSmallFile(gi + "/ci" + std::to_string(compute_instance) + "/access").value_or(""));
   if (gi_minor < 0 || ci_minor < 0) return out;  // both or nothing: one alone does not work
   return {gi_minor, ci_minor};
 }

@@ -6,7 +6,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/strings.h"
 #include "common/yaml_out.h"
+#include "topology/classify.h"
 
 namespace accel::fabric {
 
@@ -15,12 +17,6 @@ namespace {
 using Json = nlohmann::ordered_json;
 using topology::HostTopology;
 using topology::PciDevice;
-
-std::string Hex4(uint16_t v) {
-  char buf[8];
-  std::snprintf(buf, sizeof buf, "%04x", v);
-  return buf;
-}
 
 // Used NICs, each once, PCI order (fabric.nics is in PCI order): rail k is out[k].
 std::vector<const FabricNic*> Rails(const Fabric& fabric) {
@@ -67,7 +63,7 @@ std::string KnownVfDevice(uint16_t pf_device) {
 std::string VfDevice(const HostTopology& host, const PciDevice& pf) {
   for (const PciDevice& d : host.pci)
     if (d.physfn == pf.address && d.device_id != 0) return Hex4(d.device_id);
-  return pf.vendor_id == 0x15b3 ? KnownVfDevice(pf.device_id) : "";
+  return pf.vendor_id == topology::kVendorMellanox ? KnownVfDevice(pf.device_id) : "";
 }
 
 Json SriovSelector(const HostTopology& host, const FabricNic& nic) {

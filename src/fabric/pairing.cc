@@ -7,19 +7,15 @@
 #include <set>
 
 #include "common/error.h"
+#include "common/strings.h"
 #include "fabric/matching.h"
 
 namespace accel::fabric {
 namespace {
 
-std::string Lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 // "" | InfiniBand | Ethernet, accepting the spellings people type.
 std::string NormalizeLinkLayer(const std::string& text) {
-  std::string l = Lower(text);
+  std::string l = AsciiLower(text);
   if (l.empty()) return "";
   if (l == "ib" || l == "infiniband") return "InfiniBand";
   if (l == "eth" || l == "ethernet" || l == "roce") return "Ethernet";

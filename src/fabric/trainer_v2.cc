@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/strings.h"
 #include "common/yaml_out.h"
 
 namespace accel::fabric {
@@ -21,26 +22,13 @@ constexpr const char* kNodeJob = "node";
 constexpr const char* kWrapperName = "accel-rank-env";
 constexpr const char* kPlaceholderImage = "REPLACE-WITH-YOUR-TRAINING-IMAGE";
 
-std::string ShellQuote(const std::string& value) {
-  std::string out = "'";
-  for (char c : value) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-// One comment line: newlines in outside text (a note) must not end the comment.
-std::string Comment(const std::string& text) {
-  std::string out = "# ";
-  for (char c : text) out += (c == '\n' || c == '\r') ? ' ' : c;
-  return out + "\n";
-}
-
 int ProcsPerNode(const TrainingSettings& settings) {
   return std::max<int>(static_cast<int>(settings.ranks.size()), 1);
 }
 
 // resources.limits of the device plugin mode: the GPUs, and one RDMA resource or one per rail
 // (the same rule as the PyTorchJob's).
-Json Limits(const TrainingSettings& settings, const TrainingOptions& options) {
+Json TrainerLimits(const TrainingSettings& settings, const TrainingOptions& options) {
   Json limits = Json::object();
   std::vector<std::pair<std::string, int>> resources = DevicePluginResources(settings, options);
   resources.front().second = ProcsPerNode(settings);  // a node asks for at least one GPU
@@ -93,7 +81,7 @@ Json Container(const TrainingSettings& settings, const TrainingOptions& training
   if (options.claims == ClaimMode::kDra) {
     resources["claims"] = Json::array({{{"name", kTrainerClaimName}}});
   } else {
-    resources["limits"] = Limits(settings, training);
+    resources["limits"] = TrainerLimits(settings, training);
   }
   return {{"name", kNodeJob},
           {"image", training.image.empty() ? kPlaceholderImage : training.image},
@@ -183,10 +171,10 @@ std::string Header(const TrainingSettings& settings, const TrainingOptions& trai
         "#    trainer.resourcesPerNode would replace them\n";
   }
   out += "# TrainJob: set image and args; numProcPerNode is the GPUs paired on this host.\n";
-  for (const std::string& w : settings.warnings) out += Comment("warning: " + w);
+  for (const std::string& w : settings.warnings) out += CommentLine("warning: " + w);
   for (const std::string& w : TrainerV2Warnings(settings, training, options))
-    out += Comment("warning: " + w);
-  for (const std::string& n : settings.notes) out += Comment("note: " + n);
+    out += CommentLine("warning: " + w);
+  for (const std::string& n : settings.notes) out += CommentLine("note: " + n);
   return out;
 }
 

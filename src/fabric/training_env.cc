@@ -176,24 +176,6 @@ TrainingSettings BuildTrainingSettings(const Fabric& fabric, const TrainingOptio
 
 namespace {
 
-std::string ShellQuote(const std::string& value) {
-  std::string out = "'";
-  for (char c : value) {
-    if (c == '\'')
-      out += "'\\''";
-    else
-      out += c;
-  }
-  return out + "'";
-}
-
-// One comment line: newlines in outside text (a note) must not end the comment.
-std::string Comment(const std::string& text) {
-  std::string out = "# ";
-  for (char c : text) out += (c == '\n' || c == '\r') ? ' ' : c;
-  return out + "\n";
-}
-
 // The `case "$LOCAL_RANK" in ... esac` block; `indent` prefixes each line.
 std::string RankCase(const TrainingSettings& settings, const std::string& indent) {
   std::string out = indent + "case \"${LOCAL_RANK:-}\" in\n";
@@ -219,14 +201,14 @@ std::string RenderEnvShell(const TrainingSettings& settings) {
       "# NCCL/UCX settings from accel fabric env: source this file in the pod, then\n"
       "# start each rank with LOCAL_RANK set (torchrun does) and source it again,\n"
       "# or use the wrapper of `accel fabric pod`.\n";
-  for (const std::string& w : settings.warnings) out += Comment("warning: " + w);
-  for (const std::string& n : settings.notes) out += Comment("note: " + n);
+  for (const std::string& w : settings.warnings) out += CommentLine("warning: " + w);
+  for (const std::string& n : settings.notes) out += CommentLine("note: " + n);
   for (const EnvVar& v : settings.env) {
-    out += Comment(v.why);
+    out += CommentLine(v.why);
     out += "export " + v.name + "=" + ShellQuote(v.value) + "\n";
   }
   if (!settings.ranks.empty()) {
-    out += Comment("per rank: UCX does not pair GPUs with NICs, so each rank names its own");
+    out += CommentLine("per rank: UCX does not pair GPUs with NICs, so each rank names its own");
     out += "if [ -n \"${LOCAL_RANK:-}\" ]; then\n" + RankCase(settings, "  ") + "fi\n";
   }
   return out;
@@ -324,8 +306,8 @@ std::string Header(const TrainingSettings& settings, const TrainingOptions& opti
       "# restricted so CPUs, GPUs and NICs stay on one NUMA node.\n";
   if (options.rdma_resource.empty())
     out += "# No --rdma-resource given: add your RDMA device plugin's resource to limits.\n";
-  for (const std::string& w : settings.warnings) out += Comment("warning: " + w);
-  for (const std::string& n : settings.notes) out += Comment("note: " + n);
+  for (const std::string& w : settings.warnings) out += CommentLine("warning: " + w);
+  for (const std::string& n : settings.notes) out += CommentLine("note: " + n);
   return out;
 }
 

@@ -169,8 +169,6 @@ std::string NowUtc() {
   return buf;
 }
 
-int64_t NowUnix() { return static_cast<int64_t>(std::time(nullptr)); }
-
 std::string NowMicros() {
   return std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(
                             std::chrono::system_clock::now().time_since_epoch())
@@ -913,5 +911,7 @@ void ClaimBatch::Commit() {
   store_.db_->Commit();
   open_ = false;
 }
+
+int64_t NowUnix() { return static_cast<int64_t>(std::time(nullptr)); }
 
 }  // namespace accel::fleet

@@ -65,6 +65,10 @@
 
 namespace accel::fleet {
 
+/// Seconds since the Unix epoch now: what the store records in heartbeats and host updates,
+/// and what staleness is measured against.
+int64_t NowUnix();
+
 /// One stored placement.
 struct Claim {
   std::string id;          ///< "c-" + 12 lower-case hex digits, unique in the store

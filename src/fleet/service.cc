@@ -31,8 +31,6 @@ namespace {
 // Upper bounds of the placement latency histogram, in seconds.
 const double kLatencyBuckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5};
 
-int64_t NowUnix() { return static_cast<int64_t>(std::time(nullptr)); }
-
 ServiceReply Json(int status, const nlohmann::ordered_json& doc) {
   ServiceReply r;
   r.status = status;

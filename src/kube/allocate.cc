@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <set>
 
+#include "common/small_file.h"
 #include "kube/mps_paths.h"
 
 namespace accel::kube {
@@ -31,13 +32,6 @@ std::string JoinComma(const std::vector<std::string>& items) {
   std::string out;
   for (const std::string& item : items) out += (out.empty() ? "" : ",") + item;
   return out;
-}
-
-// filepath.Join(root, path) for an absolute `path`.
-std::string UnderRoot(const std::string& root, const std::string& path) {
-  std::string r = root;
-  while (!r.empty() && r.back() == '/') r.pop_back();
-  return r + path;
 }
 
 // FNV-1a 64: the same request gives the same annotation key, so checkpoint replays match.
@@ -177,10 +171,10 @@ DeviceEdits EditsOfDevice(const NodeDevice& device, const std::string& dev_root,
       e.visible_value = NvidiaName(device, nvidia_by_index);
       if (device.minor >= 0) {
         std::string path = "/dev/nvidia" + std::to_string(device.minor);
-        e.device_nodes.push_back(node(path, UnderRoot(dev_root, path)));
+        e.device_nodes.push_back(node(path, PathUnderRoot(dev_root, path)));
       }
       for (const char* path : {"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"})
-        e.shared_nodes.push_back(node(path, UnderRoot(dev_root, path)));
+        e.shared_nodes.push_back(node(path, PathUnderRoot(dev_root, path)));
       break;
     }
     case devices::Vendor::kAmd: {

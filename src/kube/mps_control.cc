@@ -25,6 +25,8 @@
 #include <thread>
 
 #include "common/error.h"
+#include "common/quantity.h"
+#include "common/small_file.h"
 #include "common/strings.h"
 
 extern char** environ;
@@ -33,7 +35,6 @@ namespace accel::kube {
 
 namespace {
 
-constexpr uint64_t kMiB = 1ull << 20;
 /// What a control answer may hold; the daemon's answers are a line or a short table.
 constexpr size_t kMaxOutput = 64 * 1024;
 
@@ -45,12 +46,6 @@ std::string Basename(const std::string& path) {
 bool IsExecutableFile(const std::string& path) {
   struct stat st;
   return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(path.c_str(), X_OK) == 0;
-}
-
-std::string UnderRoot(const std::string& root, const std::string& path) {
-  std::string r = root;
-  while (!r.empty() && r.back() == '/') r.pop_back();
-  return r + path;
 }
 
 // The process is a zombie (exited, not yet reaped): /proc/<pid>/stat's state is 'Z'.
@@ -123,7 +118,7 @@ std::string FindMpsControl(const MpsSettings& settings, const std::string& drive
   }
   // An operator-managed driver (GPU Operator's driver container) lives under its root.
   for (const char* dir : {"/usr/bin/", "/bin/"}) {
-    std::string candidate = UnderRoot(driver_root, dir + std::string(kMpsControlBinary));
+    std::string candidate = PathUnderRoot(driver_root, dir + std::string(kMpsControlBinary));
     if (IsExecutableFile(candidate)) return candidate;
   }
   return "";

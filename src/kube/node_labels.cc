@@ -13,13 +13,12 @@
 #include <set>
 #include <stdexcept>
 
+#include "common/quantity.h"
 #include "kube/node_labels_internal.h"
 
 namespace accel::kube {
 
 namespace {
-
-constexpr uint64_t kMiB = 1ull << 20;
 
 std::vector<std::string> Tokens(const std::string& model) {
   std::vector<std::string> out;

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "common/small_file.h"
 #include "common/yaml_config.h"
 
 namespace accel::kubeapi {
@@ -234,14 +235,13 @@ KubeConfig ParseYaml(const std::string& text, const std::string& where, const st
   return c;
 }
 
-std::string ReadSmallFile(const std::string& path, const std::string& what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw InputError(path, "", what + " cannot be read: " + std::strerror(errno),
+std::string ReadServiceAccountFile(const std::string& path, const std::string& what) {
+  std::string why;
+  std::optional<std::string> text = ReadSmallFile(path, &why);
+  if (!text)
+    throw InputError(path, "", what + " cannot be read: " + why,
                      "is accel running in a pod with a service account? Otherwise pass --kubeconfig FILE");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return *text;
 }
 
 }  // namespace
@@ -262,7 +262,7 @@ KubeConfig InClusterConfig(const std::string& root) {
   c.server = "https://" + host_text + ":" + port_text;
   const std::string dir = root + kServiceAccountDir;
   c.token_file = dir + "/token";
-  const std::string token = Trim(ReadSmallFile(c.token_file, "the service account token"));
+  const std::string token = Trim(ReadServiceAccountFile(c.token_file, "the service account token"));
   if (token.empty()) throw InputError(c.token_file, "", "the service account token is empty");
   std::error_code ec;
   if (std::filesystem::exists(dir + "/ca.crt", ec)) c.ca_file = dir + "/ca.crt";

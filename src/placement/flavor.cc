@@ -8,6 +8,7 @@
 #include <set>
 
 #include "common/error.h"
+#include "common/strings.h"
 #include "common/structured_file.h"
 #include "placement/flavor_keys.h"
 
@@ -17,7 +18,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr int kMaxVcpus = 65536;                    // CpuSet's range; far above any hypervisor's limit
 constexpr uint64_t kMaxRamMib = uint64_t{1} << 40;  // 1 EiB; keeps KiB arithmetic in range
 
 // Keys of `openstack flavor show -f json`, `openstack flavor list --long -f json` and the
@@ -26,12 +26,6 @@ const std::set<std::string> kIgnoredFlavorKeys = {
     "id",          "disk",      "swap",      "ephemeral", "rxtx_factor", "rxtx factor",
     "description", "is_public", "is public", "disabled",  "links",       "access_project_ids",
 };
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 std::string Join(const std::string& prefix, const std::string& key) {
   return prefix.empty() ? key : prefix + "." + key;
@@ -72,7 +66,7 @@ class FlavorReader {
     std::map<std::string, const json*> fields = Fields(obj);
     Flavor f;
     f.name = Name(fields);
-    f.vcpus = static_cast<int>(Whole(fields, "vcpus", kMaxVcpus, "the number of guest vCPUs"));
+    f.vcpus = static_cast<int>(Whole(fields, "vcpus", kMaxFlavorVcpus, "the number of guest vCPUs"));
     f.ram_mib = Whole(fields, "ram", kMaxRamMib, "guest memory in MiB, e.g. 131072 for 128 GiB");
     f.extra_specs = ExtraSpecs(fields);
     return f;
@@ -88,7 +82,7 @@ class FlavorReader {
   std::map<std::string, const json*> Fields(const json& obj) const {
     std::map<std::string, const json*> fields;
     for (const auto& [key, value] : obj.items()) {
-      std::string lower = Lower(key);
+      std::string lower = AsciiLower(key);
       if (lower == "name" || lower == "vcpus" || lower == "ram" || lower == "extra_specs" ||
           lower == "properties") {
         if (!fields.emplace(lower, &value).second) Fail(key, "is given twice (letter case differs)");

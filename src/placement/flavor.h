@@ -22,6 +22,9 @@
 
 namespace accel::placement {
 
+/// The most vCPUs a flavor may ask for: CpuSet's range, far above any hypervisor's limit.
+inline constexpr int kMaxFlavorVcpus = 65536;
+
 struct Flavor {
   std::string name;      ///< flavor name
   int vcpus = 0;         ///< guest vCPUs, >= 1

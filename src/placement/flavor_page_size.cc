@@ -4,14 +4,13 @@
 #include <string>
 
 #include "common/error.h"
+#include "common/strings.h"
 
 namespace accel::placement {
 
 namespace {
 
 constexpr uint64_t kMaxPageKib = uint64_t{1} << 40;  // far beyond any MMU's largest page
-
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
 int PrefixExponent(char c) {
   switch (c) {
@@ -47,11 +46,11 @@ bool IecSizeToKib(std::string_view text, long double* kib) {
   bool negative = false;
   if (i < text.size() && (text[i] == '+' || text[i] == '-')) negative = text[i++] == '-';
   size_t number_start = i;
-  while (i < text.size() && IsDigit(text[i])) ++i;
+  while (i < text.size() && IsAsciiDigit(text[i])) ++i;
   if (i < text.size() && text[i] == '.') {
     ++i;
     size_t frac_start = i;
-    while (i < text.size() && IsDigit(text[i])) ++i;
+    while (i < text.size() && IsAsciiDigit(text[i])) ++i;
     if (i == frac_start) return false;  // "\d*\.?\d+" needs a digit after the dot
   }
   std::string number(text.substr(number_start, i - number_start));
@@ -88,7 +87,7 @@ PageSizeRequest ParsePageSize(std::string_view value, const std::string& where, 
   if (value == "any") return {PageSizeRequest::kAny, 0};
   long double kib = 0;
   bool all_digits = !value.empty();
-  for (char c : value) all_digits = all_digits && IsDigit(c);
+  for (char c : value) all_digits = all_digits && IsAsciiDigit(c);
   if (all_digits) {
     if (value.size() > 15) Invalid(value, where, field, ": it is too large");
     kib = std::stold(std::string(value));

@@ -19,8 +19,6 @@ namespace accel::placement {
 namespace {
 
 constexpr int kMaxGuestNumaNodes = 128;  // Nova's ImageMetaProps.NUMA_NODES_MAX
-constexpr int kMaxVcpus = 65536;
-
 std::string Quote(std::string_view s) { return "'" + std::string(s) + "'"; }
 
 // Nova strips spaces and tabs around extra-spec values.
@@ -242,7 +240,7 @@ void ApplyCpuResources(const Specs& specs, int vcpus, Constraints* c) {
       continue;
     }
     long long n = 0;
-    if (!ParseInt(value, 0, kMaxVcpus, &n)) {
+    if (!ParseInt(value, 0, kMaxFlavorVcpus, &n)) {
       specs.Fail(key, Quote(value) + " is not a whole number of CPUs", "", "write e.g. " + key + ": \"4\"");
     }
     (pcpu ? requested_pcpu : requested_vcpu) += n;
@@ -361,7 +359,7 @@ std::optional<int> ReadNumaNodes(const Specs& specs) {
   if (!v) return std::nullopt;
   long long n = 0;
   // strutils.is_int_like: str(int(v)) == v, so " 2", "+2" and "02" are not numbers here.
-  bool int_like = ParseInt(*v, -kMaxVcpus, kMaxVcpus, &n) && std::to_string(n) == *v;
+  bool int_like = ParseInt(*v, -kMaxFlavorVcpus, kMaxFlavorVcpus, &n) && std::to_string(n) == *v;
   if (!int_like || n < 1) {
     specs.Fail("hw:numa_nodes",
                "the property 'numa_nodes' cannot be " + Quote(*v) + "; it must be a number greater than 0",
@@ -564,7 +562,7 @@ GuestCpuTopology ReadGuestTopology(const Specs& specs, int vcpus) {
     const std::string* v = specs.Get(key);
     if (!v) return;
     long long n = 0;
-    if (!ParseInt(*v, 1, kMaxVcpus, &n)) {
+    if (!ParseInt(*v, 1, kMaxFlavorVcpus, &n)) {
       specs.Fail(key, Quote(*v) + " is not a whole number >= 1", "", "write e.g. 2");
     }
     *out = static_cast<int>(n);
@@ -594,9 +592,9 @@ GuestCpuTopology ReadGuestTopology(const Specs& specs, int vcpus) {
 
 void CheckFlavorBasics(const Flavor& flavor, const std::string& where) {
   if (flavor.name.empty()) throw InputError(where, "name", "is empty", "every flavor needs a name");
-  if (flavor.vcpus < 1 || flavor.vcpus > kMaxVcpus) {
+  if (flavor.vcpus < 1 || flavor.vcpus > kMaxFlavorVcpus) {
     throw InputError(where, "vcpus",
-                     std::to_string(flavor.vcpus) + " is not between 1 and " + std::to_string(kMaxVcpus));
+                     std::to_string(flavor.vcpus) + " is not between 1 and " + std::to_string(kMaxFlavorVcpus));
   }
   if (flavor.ram_mib < 1 || flavor.ram_mib > (uint64_t{1} << 40)) {
     throw InputError(where, "ram", std::to_string(flavor.ram_mib) + " MiB is not between 1 MiB and 1 EiB");

@@ -89,12 +89,6 @@ std::string PageSizeName(uint64_t kib) {
   return Num(static_cast<long long>(kib)) + " KiB";
 }
 
-std::string Hex4(uint16_t v) {
-  char buf[8];
-  std::snprintf(buf, sizeof buf, "%04x", static_cast<unsigned>(v));
-  return buf;
-}
-
 std::string Plural(long long n, const std::string& one, const std::string& many) {
   return Num(n) + " " + (n == 1 ? one : many);
 }

@@ -16,7 +16,7 @@ namespace {
 using topology::HostTopology;
 
 // Far above what QEMU runs (q35 tops out in the low thousands); keeps CPU sets bounded.
-constexpr int kMaxVcpus = 16384;
+constexpr int kMaxLibvirtVcpus = 16384;
 
 [[noreturn]] void Fail(const std::string& where, const std::string& field,
                        const std::string& problem, const std::string& hint = "") {
@@ -113,9 +113,9 @@ void CheckVcpusCovered(const PlacementRequest& request, const std::vector<CellVi
 
 GuestView ViewGuest(const HostTopology& host, const PlacementRequest& request,
                     const Placement& placement) {
-  if (request.vcpus < 1 || request.vcpus > kMaxVcpus)
+  if (request.vcpus < 1 || request.vcpus > kMaxLibvirtVcpus)
     Fail("request", "vcpus", std::to_string(request.vcpus) + " is not in 1.." +
-                                 std::to_string(kMaxVcpus));
+                                 std::to_string(kMaxLibvirtVcpus));
   if (request.memory_mib == 0) Fail("request", "memory_mib", "must be more than 0");
   if (placement.cells.empty() && !request.cells.empty())
     Fail("placement", "cells", "is empty, but the flavor has a NUMA topology",

@@ -5,7 +5,9 @@
 #include <limits>
 #include <string_view>
 
+#include "common/cpuset.h"
 #include "common/error.h"
+#include "common/strings.h"
 
 namespace accel::placement {
 
@@ -14,12 +16,6 @@ using nlohmann::ordered_json;
 namespace {
 
 // ---- writing ----
-
-std::string Hex4(uint16_t v) {
-  char buf[8];
-  std::snprintf(buf, sizeof buf, "%04x", v);
-  return buf;
-}
 
 // An empty object with room for `members`. An ordered_json object is a vector of pair<const
 // string, json>, which cannot be moved: each time it grows it deep-copies every member so far
@@ -180,8 +176,6 @@ class Reader {
 };
 
 constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
-constexpr int64_t kMaxCpu = 65535;  // CpuSet's bound
-
 template <class J>
 std::map<int, int> PinningFromJson(const Reader& r, const J& cell, const std::string& path) {
   std::map<int, int> pinning;
@@ -192,10 +186,10 @@ std::map<int, int> PinningFromJson(const Reader& r, const J& cell, const std::st
   for (const auto& [key, cpu] : v->items()) {
     int vcpu = -1;
     auto [ptr, ec] = std::from_chars(key.data(), key.data() + key.size(), vcpu);
-    if (ec != std::errc() || ptr != key.data() + key.size() || vcpu < 0 || vcpu > kMaxCpu) {
-      r.Fail(Reader::Join(here, key), "key must be a vCPU number 0.." + std::to_string(kMaxCpu));
+    if (ec != std::errc() || ptr != key.data() + key.size() || vcpu < 0 || vcpu > CpuSet::kMaxCpu) {
+      r.Fail(Reader::Join(here, key), "key must be a vCPU number 0.." + std::to_string(CpuSet::kMaxCpu));
     }
-    pinning[vcpu] = static_cast<int>(r.IntValue(cpu, here, key, 0, kMaxCpu));
+    pinning[vcpu] = static_cast<int>(r.IntValue(cpu, here, key, 0, CpuSet::kMaxCpu));
   }
   return pinning;
 }

@@ -27,12 +27,6 @@ std::string KnownModels() {
   return s;
 }
 
-std::string ProfileNames(const GpuModel& model) {
-  std::string s;
-  for (const MigProfile& p : model.profiles) s += (s.empty() ? "" : ", ") + p.name;
-  return s;
-}
-
 // Reads one object of a file, refusing keys it does not know.
 class Fields {
  public:
@@ -101,7 +95,7 @@ ExistingInstance ReadInstance(const std::string& where, const std::string& path,
   const std::string name = f.String("profile", true);
   std::optional<int> profile = FindProfile(model, name);
   if (!profile) {
-    f.Fail("profile", model.name + " has no profile '" + name + "'", "its profiles: " + ProfileNames(model));
+    f.Fail("profile", model.name + " has no profile '" + name + "'", "its profiles: " + ProfileNameList(model));
   }
   std::optional<int64_t> start = f.Int("start", 0, model.memory_slices - 1);
   if (!start) f.Fail("start", "is required", "the instance's first memory slice (nvidia-smi mig -lgi)");

@@ -213,4 +213,10 @@ std::optional<ProfileName> ParseProfileName(std::string_view text, std::string* 
   return p;
 }
 
+std::string ProfileNameList(const GpuModel& model) {
+  std::string s;
+  for (const MigProfile& p : model.profiles) s += (s.empty() ? "" : ", ") + p.name;
+  return s;
+}
+
 }  // namespace accel::sharing

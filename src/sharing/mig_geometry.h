@@ -102,6 +102,10 @@ std::optional<int> FindProfile(const GpuModel& model, std::string_view name);
 /// spelling rules as FindProfile), i.e. not by the name nvidia-smi prints on this model.
 bool IsOtherName(const MigProfile& profile, std::string_view name);
 
+/// The profile names of `model` as nvidia-smi prints them, catalog order, joined with ", " (for
+/// "its profiles: ..." hints).
+std::string ProfileNameList(const GpuModel& model);
+
 /// The attributes of a profile as go-nvlib spells them after its size, e.g. "+me", "+me.all",
 /// "+gfx", "-me"; "" for a plain profile. From the profile's name, so the printed form is
 /// always the one nvidia-smi uses.

@@ -24,7 +24,7 @@ constexpr int kMaxGpusPerModel = 4;
 constexpr double kMaxCombinations = 5e7;
 
 // One choice for one GPU: a target and what it contributes to the objective.
-struct Choice {
+struct GpuChoice {
   MigLayout target;
   std::vector<int> supply;  // per demand row
   bool changed = false;
@@ -73,9 +73,9 @@ const std::vector<std::pair<MigLayout, int>>& ScoredLayouts(const GpuModel& mode
 // Keep, plus per distinct supply vector the changed target that keeps the most idle instances
 // of undemanded profiles and, among those, has the highest free score (the rest of the
 // objective depends on the target only through the supply vector).
-std::vector<Choice> ChoicesFor(const FleetGpu& gpu, const DemandRows& rows) {
+std::vector<GpuChoice> ChoicesFor(const FleetGpu& gpu, const DemandRows& rows) {
   const std::vector<int> row = plan_internal::RowOfProfile(*gpu.model, rows);
-  std::vector<Choice> choices;
+  std::vector<GpuChoice> choices;
   const MigLayout current = plan_internal::CurrentLayout(gpu);
   choices.push_back({current, SupplyOf(current, row, rows.names.size()), false,
                      plan_internal::GpuFreeScore(gpu, current)});
@@ -86,7 +86,7 @@ std::vector<Choice> ChoicesFor(const FleetGpu& gpu, const DemandRows& rows) {
     if (target == current || (!gpu.mig_enabled && target.empty())) continue;
     int kept = 0;
     if (!Allowed(gpu, row, target, &kept)) continue;
-    Choice c{target, SupplyOf(target, row, rows.names.size()), true, free};
+    GpuChoice c{target, SupplyOf(target, row, rows.names.size()), true, free};
     auto [it, fresh] = by_supply.emplace(c.supply, choices.size());
     if (fresh) {
       choices.push_back(std::move(c));
@@ -100,7 +100,7 @@ std::vector<Choice> ChoicesFor(const FleetGpu& gpu, const DemandRows& rows) {
   return choices;
 }
 
-void Refuse(const Fleet& fleet, const std::vector<std::vector<Choice>>& choices) {
+void Refuse(const Fleet& fleet, const std::vector<std::vector<GpuChoice>>& choices) {
   std::map<const GpuModel*, int> per_model;
   for (const FleetGpu& gpu : fleet.gpus) {
     if (++per_model[gpu.model] > kMaxGpusPerModel) {
@@ -119,7 +119,7 @@ void Refuse(const Fleet& fleet, const std::vector<std::vector<Choice>>& choices)
 
 Plan PlanMigExhaustive(const Fleet& fleet, const Demand& demand) {
   const DemandRows rows = plan_internal::MakeDemandRows(demand);
-  std::vector<std::vector<Choice>> choices;
+  std::vector<std::vector<GpuChoice>> choices;
   for (const FleetGpu& gpu : fleet.gpus) choices.push_back(ChoicesFor(gpu, rows));
   Refuse(fleet, choices);
 
@@ -131,7 +131,7 @@ Plan PlanMigExhaustive(const Fleet& fleet, const Demand& demand) {
     std::vector<int> supply(rows.names.size(), 0);
     int changed = 0, free = 0;
     for (size_t g = 0; g < n; ++g) {
-      const Choice& c = choices[g][pick[g]];
+      const GpuChoice& c = choices[g][pick[g]];
       for (size_t r = 0; r < supply.size(); ++r) supply[r] += c.supply[r];
       changed += c.changed ? 1 : 0;
       free += c.free;

@@ -164,7 +164,7 @@ std::optional<Vendor> ResourceVendor(std::string_view resource) {
 namespace {
 
 /// Where an ID points: a device, or one of its MIG instances, and which replica of it.
-struct Target {
+struct AttributionTarget {
   size_t device = 0;
   int mig = -1;      ///< index into DeviceState::mig; -1 for the whole device
   int replica = -1;  ///< PodRef::replica
@@ -190,9 +190,9 @@ class DeviceIndex {
     }
   }
 
-  std::optional<Target> Resolve(Vendor vendor, std::string_view id) const {
+  std::optional<AttributionTarget> Resolve(Vendor vendor, std::string_view id) const {
     DeviceRef ref = ParseDeviceId(id);
-    if (std::optional<Target> target = ResolveRef(vendor, ref)) {
+    if (std::optional<AttributionTarget> target = ResolveRef(vendor, ref)) {
       target->replica = ref.replica;
       return target;
     }
@@ -202,7 +202,7 @@ class DeviceIndex {
   }
 
  private:
-  void Add(Vendor vendor, char tag, std::string_view value, Target target) {
+  void Add(Vendor vendor, char tag, std::string_view value, AttributionTarget target) {
     if (!value.empty()) map_.emplace(Key(vendor, tag, value), target);  // first device wins
   }
 
@@ -216,25 +216,25 @@ class DeviceIndex {
     return key;
   }
 
-  std::optional<Target> Find(Vendor vendor, char tag, std::string_view value) const {
+  std::optional<AttributionTarget> Find(Vendor vendor, char tag, std::string_view value) const {
     auto it = map_.find(Key(vendor, tag, value));
     if (it == map_.end()) return std::nullopt;
     return it->second;
   }
 
-  std::optional<Target> FindMig(std::optional<Target> device, int gpu_instance_id) const {
+  std::optional<AttributionTarget> FindMig(std::optional<AttributionTarget> device, int gpu_instance_id) const {
     if (!device) return std::nullopt;
     if (gpu_instance_id < 0) return device;
     const std::vector<MigState>& mig = devices_[device->device].mig;
     for (size_t m = 0; m < mig.size(); ++m) {
       if (static_cast<int>(mig[m].instance.gpu_instance_id) == gpu_instance_id) {
-        return Target{device->device, static_cast<int>(m), -1};
+        return AttributionTarget{device->device, static_cast<int>(m), -1};
       }
     }
     return std::nullopt;
   }
 
-  std::optional<Target> ResolveRef(Vendor vendor, const DeviceRef& ref) const {
+  std::optional<AttributionTarget> ResolveRef(Vendor vendor, const DeviceRef& ref) const {
     switch (ref.kind) {
       case DeviceIdKind::kGpuUuid:
       case DeviceIdKind::kReplica: return Find(vendor, 'u', ref.key);
@@ -252,15 +252,15 @@ class DeviceIndex {
     return std::nullopt;
   }
 
-  std::optional<Target> ResolveOpaque(Vendor vendor, std::string_view id) const {
+  std::optional<AttributionTarget> ResolveOpaque(Vendor vendor, std::string_view id) const {
     for (char tag : {'s', 'u', 'm'}) {
-      if (std::optional<Target> t = Find(vendor, tag, id)) return t;
+      if (std::optional<AttributionTarget> t = Find(vendor, tag, id)) return t;
     }
     return std::nullopt;
   }
 
   const std::vector<DeviceState>& devices_;
-  std::unordered_map<std::string, Target> map_;
+  std::unordered_map<std::string, AttributionTarget> map_;
 };
 
 bool PodLess(const PodRef& a, const PodRef& b) {
@@ -295,7 +295,7 @@ AttributionStats AttributePods(const std::vector<kube::ContainerDevices>& contai
       continue;
     }
     for (const std::string& id : c.device_ids) {
-      std::optional<Target> target = index.Resolve(*vendor, id);
+      std::optional<AttributionTarget> target = index.Resolve(*vendor, id);
       if (!target) {
         ++stats.unmatched;
         if (stats.unmatched_examples.size() < kMaxUnmatchedExamples) {

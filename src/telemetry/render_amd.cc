@@ -21,7 +21,7 @@ Value PercentOf(const std::optional<double>& ratio) {
   return ratio ? Real(Percent(*ratio)) : None();
 }
 
-const FamilySpec kFamilies[] = {
+const FamilySpec kAmdFamilies[] = {
     {"gpu_power_usage", kGauge, "Current socket power (in W).",
      {{"", [](const Sample& s) { return RealOf(s.power_w); }}}},
     {"gpu_average_package_power", kGauge, "Average package power (in W).",
@@ -58,7 +58,7 @@ const FamilySpec kFamilies[] = {
 };
 
 // Sorted by name, split around clock_index/clock_type (the only family labels in this profile).
-void BuildRow(const Snapshot& snapshot, const DeviceState& d, const PodRef* pod, SeriesSet* row) {
+void BuildAmdRow(const Snapshot& snapshot, const DeviceState& d, const PodRef* pod, SeriesSet* row) {
   const devices::DeviceIdentity& id = d.identity;
   row->device = &d;
   row->pod = pod;
@@ -84,14 +84,14 @@ void BuildRow(const Snapshot& snapshot, const DeviceState& d, const PodRef* pod,
 }
 
 // One row per distinct pod holding the device, or one row with empty pod labels.
-void AddDevice(const Snapshot& snapshot, const DeviceState& d, Scratch* scratch) {
+void AddAmdDevice(const Snapshot& snapshot, const DeviceState& d, Scratch* scratch) {
   // The exporter has no replica label: replicas of one pod share a row.
   AddRowPerDistinctPod(
       d, scratch->sets,
       [](const PodRef& a, const PodRef& b) {
         return a.pod == b.pod && a.namespace_name == b.namespace_name && a.container == b.container;
       },
-      [&](const PodRef* pod, SeriesSet* row) { BuildRow(snapshot, d, pod, row); });
+      [&](const PodRef* pod, SeriesSet* row) { BuildAmdRow(snapshot, d, pod, row); });
 }
 
 /// Which families to print and under what names (the config's prefix + the family name).
@@ -147,9 +147,9 @@ void RenderAmd(const Snapshot& snapshot, const RenderOptions& options, Scratch* 
   for (const DeviceState& d : snapshot.devices) {
     if (d.identity.vendor != devices::Vendor::kAmd) continue;
     ++count;
-    AddDevice(snapshot, d, scratch);
+    AddAmdDevice(snapshot, d, scratch);
   }
-  for (const FamilySpec& spec : kFamilies) {
+  for (const FamilySpec& spec : kAmdFamilies) {
     if (!selection.Wants(spec.name)) continue;
     FamilySpec named = spec;
     std::string_view name = selection.Name(spec.name);

@@ -16,7 +16,7 @@ Value MilliWatts(const std::optional<double>& watts) {
   return watts ? Int(std::llround(*watts * 1000)) : None();
 }
 
-const FamilySpec kFamilies[] = {
+const FamilySpec kGaudiFamilies[] = {
     {"habanalabs_clock_soc_mhz", kGauge, "SOC clock (in MHz).",
      {{"", [](const Sample& s) { return RealOf(s.sm_clock_mhz); }}}},
     {"habanalabs_memory_free_bytes", kGauge, "Free device memory (in bytes).",
@@ -45,7 +45,7 @@ const FamilySpec kFamilies[] = {
       }}}},
 };
 
-void BuildRow(const Snapshot& snapshot, const DeviceState& d, const PodRef* pod, SeriesSet* row) {
+void BuildGaudiRow(const Snapshot& snapshot, const DeviceState& d, const PodRef* pod, SeriesSet* row) {
   const devices::DeviceIdentity& id = d.identity;
   row->device = &d;
   row->pod = pod;
@@ -63,13 +63,13 @@ void BuildRow(const Snapshot& snapshot, const DeviceState& d, const PodRef* pod,
 
 // One row per distinct pod holding the device (the exporter has no container label), or one
 // row with empty pod labels.
-void AddDevice(const Snapshot& snapshot, const DeviceState& d, Scratch* scratch) {
+void AddGaudiDevice(const Snapshot& snapshot, const DeviceState& d, Scratch* scratch) {
   AddRowPerDistinctPod(
       d, scratch->sets,
       [](const PodRef& a, const PodRef& b) {
         return a.pod == b.pod && a.namespace_name == b.namespace_name;
       },
-      [&](const PodRef* pod, SeriesSet* row) { BuildRow(snapshot, d, pod, row); });
+      [&](const PodRef* pod, SeriesSet* row) { BuildGaudiRow(snapshot, d, pod, row); });
 }
 
 }  // namespace
@@ -77,9 +77,9 @@ void AddDevice(const Snapshot& snapshot, const DeviceState& d, Scratch* scratch)
 void RenderGaudi(const Snapshot& snapshot, Scratch* scratch, ExpositionWriter* w) {
   scratch->sets.Reset();
   for (const DeviceState& d : snapshot.devices) {
-    if (d.identity.vendor == devices::Vendor::kHabana) AddDevice(snapshot, d, scratch);
+    if (d.identity.vendor == devices::Vendor::kHabana) AddGaudiDevice(snapshot, d, scratch);
   }
-  for (const FamilySpec& spec : kFamilies) WriteFamily(spec, scratch->sets, NumberStyle::kGo, w);
+  for (const FamilySpec& spec : kGaudiFamilies) WriteFamily(spec, scratch->sets, NumberStyle::kGo, w);
   // Present for every device, lost or not: the exporter's "this device exists" series.
   w->BeginFamily("habanalabs_device_config", "1 for every Gaudi device on the node.", kGauge);
   for (size_t i = 0; i < scratch->sets.size(); ++i) {

@@ -17,6 +17,8 @@ namespace accel::topology {
 inline constexpr uint16_t kVendorNvidia = 0x10de;
 inline constexpr uint16_t kVendorAmd = 0x1002;
 inline constexpr uint16_t kVendorHabana = 0x1da3;
+inline constexpr uint16_t kVendorMellanox = 0x15b3;  ///< Mellanox, now NVIDIA Networking (ConnectX, BlueField)
+inline constexpr uint16_t kVendorIntel = 0x8086;
 
 /// Returns the role of a PCI function (never kHostBridge; the caller knows root complexes).
 /// `hwloc_subtype` is hwloc's subtype of the object when known: "NVSwitch" marks an NVSwitch

@@ -1,5 +1,7 @@
 #include "topology/host.h"
 
+#include "topology/classify.h"
+
 #include <cmath>
 #include <map>
 #include <string_view>
@@ -36,21 +38,6 @@ bool IsDomainBus(std::string_view s) {
   size_t colon = s.find(':');
   return colon != std::string_view::npos && IsLowerHex(s.substr(0, colon), 4, 8) &&
          IsLowerHex(s.substr(colon + 1), 2, 2);
-}
-
-// "pciDDDD:BB", the Linux root bus name.
-bool IsHostBridgeAddress(std::string_view s) {
-  return s.substr(0, 3) == "pci" && IsDomainBus(s.substr(3));
-}
-
-// "dddd:bb:dd.f" with device <= 1f and function <= 7.
-bool IsFunctionAddress(std::string_view s) {
-  size_t dot = s.rfind('.');
-  if (dot == std::string_view::npos || dot < 3 || s.size() != dot + 2) return false;
-  char fn = s[dot + 1];
-  std::string_view dev = s.substr(dot - 2, 2);
-  return s[dot - 3] == ':' && IsDomainBus(s.substr(0, dot - 3)) && IsLowerHex(dev, 2, 2) &&
-         dev <= "1f" && fn >= '0' && fn <= '7';
 }
 
 std::string NodeLabel(const HostTopology& host, size_t index) {
@@ -172,7 +159,7 @@ std::string CheckPci(const HostTopology& host) {
     const PciDevice& dev = host.pci[i];
     std::string label = PciLabel(i, dev);
     bool host_bridge = dev.role == PciRole::kHostBridge;
-    if (host_bridge ? !IsHostBridgeAddress(dev.address) : !IsFunctionAddress(dev.address))
+    if (host_bridge ? !IsPciRootBusName(dev.address) : !IsPciFunctionAddress(dev.address))
       return "pci[" + std::to_string(i) + "].address: \"" + dev.address + "\" is not " +
              (host_bridge ? "a root bus name like pci0000:00"
                           : "a PCI address like 0000:18:00.0 (lower-case hex)");
@@ -199,6 +186,17 @@ std::string CheckPci(const HostTopology& host) {
 }
 
 }  // namespace
+
+bool IsPciRootBusName(std::string_view s) { return s.substr(0, 3) == "pci" && IsDomainBus(s.substr(3)); }
+
+bool IsPciFunctionAddress(std::string_view s) {
+  size_t dot = s.rfind('.');
+  if (dot == std::string_view::npos || dot < 3 || s.size() != dot + 2) return false;
+  char fn = s[dot + 1];
+  std::string_view dev = s.substr(dot - 2, 2);
+  return s[dot - 3] == ':' && IsDomainBus(s.substr(0, dot - 3)) && IsLowerHex(dev, 2, 2) &&
+         dev <= "1f" && fn >= '0' && fn <= '7';
+}
 
 const char* PciRoleName(PciRole role) {
   for (const RoleName& r : kRoleNames)
@@ -233,11 +231,11 @@ CpuSet HostTopology::AllCpus() const {
 std::string AcceleratorVendor(const PciDevice& dev) {
   if (!dev.is_accelerator()) return "";
   switch (dev.vendor_id) {
-    case 0x10de:
+    case kVendorNvidia:
       return "nvidia";
-    case 0x1002:
+    case kVendorAmd:
       return "amd";
-    case 0x1da3:
+    case kVendorHabana:
       return "habana";
     default:
       return "";

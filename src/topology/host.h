@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/cpuset.h"
@@ -102,6 +103,16 @@ struct HostTopology {
   /// All CPUs of all nodes.
   CpuSet AllCpus() const;
 };
+
+/// PCI trees deeper than this are not real machines; sources refuse them.
+inline constexpr int kMaxPciDepth = 64;
+
+/// True for a PCI function address as Linux writes it: "dddd:bb:dd.f" in lower-case hex, the
+/// domain 4-8 digits (VMD domains have 5), device <= 1f, function <= 7.
+bool IsPciFunctionAddress(std::string_view s);
+
+/// True for a Linux PCI root bus name, the address of a host bridge: "pciDDDD:BB".
+bool IsPciRootBusName(std::string_view s);
 
 /// The vendor of an accelerator as its vendor stack names it: "nvidia", "amd", "habana", or "".
 std::string AcceleratorVendor(const PciDevice& dev);

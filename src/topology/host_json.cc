@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/strings.h"
 
 namespace accel::topology {
 
@@ -24,11 +25,7 @@ std::string Quote(const std::string& s) {
   return Json(s).dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
-std::string Hex4(uint16_t v) {
-  char buf[8];
-  std::snprintf(buf, sizeof buf, "%04x", static_cast<unsigned>(v));
-  return Quote(buf);
-}
+std::string QuotedHex4(uint16_t v) { return Quote(Hex4(v)); }
 
 // Integral values print without ".0" ("0", "16"); others in the shortest form that reads back
 // to the same double ("63.015").
@@ -105,8 +102,8 @@ std::string PciJson(const PciDevice& dev) {
   lines.push_back({Field("address", Quote(dev.address)), Field("parent", Quote(dev.parent)),
                    Field("role", Quote(PciRoleName(dev.role)))});
   if (dev.role != PciRole::kHostBridge) {
-    lines.push_back({Field("vendor_id", Hex4(dev.vendor_id)),
-                     Field("device_id", Hex4(dev.device_id)), Field("class", Hex4(dev.class_id)),
+    lines.push_back({Field("vendor_id", QuotedHex4(dev.vendor_id)),
+                     Field("device_id", QuotedHex4(dev.device_id)), Field("class", QuotedHex4(dev.class_id)),
                      Field("numa_node", std::to_string(dev.numa_node)),
                      Field("link_gbps", Number(dev.link_gbps))});
     std::vector<std::string> names;

@@ -1,5 +1,6 @@
 #include "topology/hwloc_source.h"
 
+#include "common/cpuset.h"
 #include "topology/isolated.h"
 
 #include "common/structured_file.h"
@@ -26,8 +27,6 @@ namespace accel::topology {
 
 namespace {
 
-constexpr int kMaxCpu = 65535;    // CpuSet's limit
-constexpr int kMaxPciDepth = 64;  // deeper trees are not real machines
 constexpr uint64_t kDefaultBasePageKib = 4;
 
 struct TopologyDeleter {
@@ -115,9 +114,9 @@ class HwlocReader {
   }
 
   int CpuOf(hwloc_obj_t pu) const {
-    if (pu->os_index > kMaxCpu)
+    if (pu->os_index > CpuSet::kMaxCpu)
       Fail("PU P#" + std::to_string(pu->os_index) + " exceeds the largest CPU number " +
-           std::to_string(kMaxCpu));
+           std::to_string(CpuSet::kMaxCpu));
     return static_cast<int>(pu->os_index);
   }
 

@@ -17,6 +17,7 @@
 #include <sstream>
 #include <system_error>
 
+#include "common/cpuset.h"
 #include "common/error.h"
 #include "topology/classify.h"
 #include "topology/sysfs_hugepages.h"
@@ -26,10 +27,6 @@ namespace accel::topology {
 namespace {
 
 namespace fs = std::filesystem;
-
-// Deeper PCI nesting than any real machine; stops a crafted tree from exhausting the stack.
-constexpr int kMaxPciDepth = 64;
-constexpr int kMaxCpu = 65535;
 
 // The first line of a file, without surrounding whitespace; nullopt when unreadable.
 std::optional<std::string> ReadLine(const fs::path& path) {
@@ -96,30 +93,6 @@ std::vector<std::string> Entries(const fs::path& dir) {
     names.push_back(it->path().filename().string());
   std::sort(names.begin(), names.end());
   return names;
-}
-
-bool IsHexDigits(std::string_view s, size_t min, size_t max) {
-  if (s.size() < min || s.size() > max) return false;
-  for (char c : s)
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  return true;
-}
-
-// "dddd:bb" (a 4-8 digit domain: VMD domains have 5).
-bool IsDomainBus(std::string_view s) {
-  size_t colon = s.find(':');
-  return colon != std::string_view::npos && IsHexDigits(s.substr(0, colon), 4, 8) &&
-         IsHexDigits(s.substr(colon + 1), 2, 2);
-}
-
-bool IsRootBusName(std::string_view s) { return s.substr(0, 3) == "pci" && IsDomainBus(s.substr(3)); }
-
-bool IsFunctionName(std::string_view s) {
-  size_t dot = s.rfind('.');
-  if (dot == std::string_view::npos || dot < 3 || s.size() != dot + 2) return false;
-  std::string_view dev = s.substr(dot - 2, 2);
-  return s[dot - 3] == ':' && IsDomainBus(s.substr(0, dot - 3)) && IsHexDigits(dev, 2, 2) &&
-         dev <= "1f" && s[dot + 1] >= '0' && s[dot + 1] <= '7';
 }
 
 // NCCL/hwloc bandwidth of a link from sysfs: GT/s × encoding × lanes / 8, in GB/s rounded as
@@ -199,7 +172,7 @@ class SysfsReader {
   void ReadCpus() {
     fs::path base = sys_ / "devices/system/cpu";
     for (const std::string& name : Entries(base)) {
-      std::optional<int> cpu = NumberAfter(name, "cpu", kMaxCpu);
+      std::optional<int> cpu = NumberAfter(name, "cpu", CpuSet::kMaxCpu);
       if (!cpu) continue;
       fs::path topo = base / name / "topology";
       std::optional<long long> package = ReadInteger(topo / "physical_package_id", 10);
@@ -395,8 +368,8 @@ class SysfsReader {
 
     std::vector<std::string> children, roots;
     for (const std::string& name : SubDirs(dir)) {
-      if (IsFunctionName(name)) children.push_back(name);
-      if (IsRootBusName(name)) roots.push_back(name);  // a VMD domain below this function
+      if (IsPciFunctionAddress(name)) children.push_back(name);
+      if (IsPciRootBusName(name)) roots.push_back(name);  // a VMD domain below this function
     }
     // A function with functions below it is a bridge whatever its class says (0609
     // subtractive-decode bridges, hidden ports).
@@ -409,7 +382,7 @@ class SysfsReader {
 
   void ReadPci(HostTopology* host) {
     for (const std::string& name : SubDirs(sys_ / "devices"))
-      if (IsRootBusName(name)) pending_roots_.push_back(sys_ / "devices" / name);
+      if (IsPciRootBusName(name)) pending_roots_.push_back(sys_ / "devices" / name);
     while (!pending_roots_.empty()) {
       fs::path dir = pending_roots_.front();
       pending_roots_.pop_front();
@@ -420,7 +393,7 @@ class SysfsReader {
       bridge.role = PciRole::kHostBridge;
       host->pci.push_back(bridge);
       for (const std::string& name : SubDirs(dir))
-        if (IsFunctionName(name)) AddFunction(dir / name, name, address, 1, host);
+        if (IsPciFunctionAddress(name)) AddFunction(dir / name, name, address, 1, host);
     }
     // SR-IOV links last: a VF may precede its PF in tree order.
     for (PciDevice& dev : host->pci) {

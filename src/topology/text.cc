@@ -27,12 +27,6 @@ std::string PageSize(uint64_t kib) {
   return std::to_string(kib) + "K";
 }
 
-std::string Hex4(uint16_t v) {
-  char buf[8];
-  std::snprintf(buf, sizeof buf, "%04x", static_cast<unsigned>(v));
-  return buf;
-}
-
 
 std::string Plural(size_t n, const std::string& one, const std::string& many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
