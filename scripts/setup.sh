@@ -1,8 +1,15 @@
 #!/usr/bin/env bash
 # Installs what accel needs from Debian 12's archive (only what is missing), then configures and
 # builds it with CMake + Ninja into build/. Run as root on a fresh machine; safe to re-run.
-#   scripts/setup.sh            # release build with tests and benchmarks
-#   BUILD_DIR=out scripts/setup.sh
+#   scripts/setup.sh                   # packages, then the accel binary (and the fake NVML the
+#                                      # main job's exporter demo loads)
+#   scripts/setup.sh all               # packages, then everything `ninja` builds (the tests too)
+#   scripts/setup.sh cluster_tests     # packages, then the named ninja targets
+#   scripts/setup.sh --packages        # packages only
+#   BUILD_DIR=out scripts/setup.sh     # another build directory
+# The build is g++ 12, -O2 without debug information (CMAKE_BUILD_TYPE=Release; BUILD_TYPE=
+# RelWithDebInfo scripts/setup.sh adds it), each layer compiled in unity batches
+# (docs/testing.md). Benchmarks are built on demand: ninja -C build benchmarks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,8 +38,8 @@ PACKAGES=(g++ cmake ninja-build pkg-config
   #                    and generated Kubernetes objects with ../shared/crds/validate.py
   #   python3-nova     Nova's scheduler classes for tests/openstack (the AccelFleetFilter tests)
   python3 libvirt-clients libxml2-utils prometheus chromium python3-jsonschema python3-yaml python3-nova
-  # fuzz targets (scripts/fuzz.sh): clang's libFuzzer
-  clang libclang-rt-14-dev)
+  # fuzz targets (scripts/fuzz.sh): clang's libFuzzer, ASan and UBSan, linked by lld
+  clang libclang-rt-14-dev lld)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -44,7 +51,14 @@ if ((${#missing[@]})); then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+if [ "${1:-}" = --packages ]; then exit 0; fi
 
 BUILD_DIR=${BUILD_DIR:-build}
-cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo} >/dev/null
-ninja -C "$BUILD_DIR"
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" >/dev/null
+if [ $# -eq 0 ]; then
+  ninja -C "$BUILD_DIR" accel fake_nvml
+elif [ "$1" = all ]; then
+  ninja -C "$BUILD_DIR"
+else
+  ninja -C "$BUILD_DIR" "$@"
+fi

@@ -21,7 +21,7 @@
 #include "support/fake_nvml_setup.h"
 
 namespace accel::agent {
-namespace {
+namespace agent_test {
 
 namespace fs = std::filesystem;
 

@@ -13,7 +13,7 @@
 #include "support/crd_validate.h"
 
 namespace accel::agent {
-namespace {
+namespace dra_config_test {
 
 TEST(AgentDraConfig, OffByDefaultWithTheKubeletsPaths) {
   DraSection d = ParseAgentConfig("", "agent.yaml").dra;

@@ -30,7 +30,7 @@
 #include "topology/sources.h"
 
 namespace accel::agent {
-namespace {
+namespace dra_driver_test {
 
 namespace fs = std::filesystem;
 using nlohmann::json;

@@ -18,7 +18,7 @@
 #include "topology/sources.h"
 
 namespace accel::agent {
-namespace {
+namespace fleet_publisher_test {
 
 namespace fs = std::filesystem;
 

@@ -13,7 +13,7 @@
 #include "topology/sources.h"
 
 namespace accel::agent {
-namespace {
+namespace nccl_hca_test {
 
 using ::testing::Contains;
 using ::testing::HasSubstr;

@@ -15,7 +15,7 @@
 #include "fleet/fleet_store.h"
 
 namespace accel::cli {
-namespace {
+namespace claims_cmd_test {
 
 namespace fs = std::filesystem;
 using fleet::FleetStore;

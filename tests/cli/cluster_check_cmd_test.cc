@@ -13,7 +13,7 @@
 #include "cli/cli_test_util.h"
 
 namespace accel::cli {
-namespace {
+namespace cluster_check_cmd_test {
 
 namespace fs = std::filesystem;
 using testing::FreshDir;

@@ -14,7 +14,7 @@
 #include "common/structured_file.h"
 
 namespace accel::cli {
-namespace {
+namespace cluster_cmd_test {
 
 namespace fs = std::filesystem;
 using testing::RunAccel;

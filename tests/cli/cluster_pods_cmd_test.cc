@@ -12,7 +12,7 @@
 #include "cli/cli_test_util.h"
 
 namespace accel::cli {
-namespace {
+namespace cluster_pods_cmd_test {
 
 namespace fs = std::filesystem;
 using testing::RunAccel;

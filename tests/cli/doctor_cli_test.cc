@@ -9,7 +9,7 @@
 #include "support/healthy_host_tree.h"
 
 namespace accel::doctor {
-namespace {
+namespace doctor_cli_test {
 
 using cli::testing::RunAccel;
 using cli::testing::Src;

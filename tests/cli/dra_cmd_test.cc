@@ -18,7 +18,7 @@
 #include "topology/sources.h"
 
 namespace accel::cli::testing {
-namespace {
+namespace dra_cmd_test {
 
 using nlohmann::json;
 

@@ -17,7 +17,7 @@
 #include "support/shared_fixture.h"
 
 namespace accel::cli::testing {
-namespace {
+namespace exporter_cli_test {
 
 using nlohmann::json;
 

@@ -20,7 +20,7 @@
 #include "telemetry/field_selection.h"
 
 namespace accel::cli::testing {
-namespace {
+namespace exporter_collectors_cli_test {
 
 using ::testing::HasSubstr;
 using ::testing::Not;

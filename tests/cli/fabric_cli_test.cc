@@ -12,7 +12,7 @@
 #include "topology/sources.h"
 
 namespace accel::cli {
-namespace {
+namespace fabric_cli_test {
 
 using testing::FreshDir;
 using testing::RunAccel;

@@ -10,7 +10,7 @@
 #include "cli/cli_test_util.h"
 
 namespace accel::cli::testing {
-namespace {
+namespace fabric_out_cli_test {
 
 using ::testing::HasSubstr;
 using ::testing::Not;

@@ -10,7 +10,7 @@
 #include "support/crd_validate.h"
 
 namespace accel::cli::testing {
-namespace {
+namespace fabric_trainer_test {
 
 using ::testing::HasSubstr;
 using ::testing::Not;

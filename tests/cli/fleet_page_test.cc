@@ -24,7 +24,7 @@
 #include "support/shared_fixture.h"
 
 namespace accel::cli {
-namespace {
+namespace fleet_page_test {
 
 using ::testing::HasSubstr;
 using testing::FreshDir;

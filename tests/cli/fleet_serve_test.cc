@@ -35,7 +35,7 @@
 #include "telemetry/test_pki.h"
 
 namespace accel::cli {
-namespace {
+namespace fleet_serve_test {
 
 using ::testing::HasSubstr;
 using testing::FreshDir;
@@ -720,7 +720,7 @@ class FleetServePostgres : public FleetServeCli {
   void SetUp() override {
     FleetServeCli::SetUp();
     if (IsSkipped()) return;
-    ACCEL_REQUIRE_TOOL(test_support::PostgresBinary("initdb"), "postgresql");
+    ACCEL_REQUIRE_POSTGRES();
     pg_ = std::make_unique<test_support::PostgresServer>();
     pg_->CreateDatabase("fleet");
     store_ = pg_->Url("fleet");

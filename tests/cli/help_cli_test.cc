@@ -10,7 +10,7 @@
 #include "cli/cli_test_util.h"
 
 namespace accel::cli::testing {
-namespace {
+namespace help_cli_test {
 
 std::vector<std::string> Lines(const std::string& text) {
   std::vector<std::string> out;

@@ -11,7 +11,7 @@
 #include "support/shared_fixture.h"
 
 namespace accel::cli::testing {
-namespace {
+namespace mig_cli_test {
 
 class MigCli : public ::testing::Test {
  protected:

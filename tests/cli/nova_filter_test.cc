@@ -13,7 +13,7 @@
 #include "support/shared_fixture.h"
 
 namespace accel::cli {
-namespace {
+namespace nova_filter_test {
 
 using testing::RunShellCapture;
 using testing::Src;

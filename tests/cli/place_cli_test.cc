@@ -10,7 +10,7 @@
 #include "support/shared_fixture.h"
 
 namespace accel::cli {
-namespace {
+namespace place_cli_test {
 
 using testing::FreshDir;
 using testing::RunAccel;

@@ -13,7 +13,7 @@
 #include "support/child_process.h"
 
 namespace accel::cli::testing {
-namespace {
+namespace serve_cli_test {
 
 class ServeCli : public ::testing::Test {
  protected:

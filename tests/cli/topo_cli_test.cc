@@ -13,7 +13,7 @@
 #include "topology/host_json.h"
 
 namespace accel::topology {
-namespace {
+namespace topo_cli_test {
 
 using ::testing::HasSubstr;
 

@@ -23,7 +23,7 @@
 #include "support/shared_fixture.h"
 
 namespace accel::cli {
-namespace {
+namespace topo_svg_test {
 
 using ::testing::HasSubstr;
 using testing::FreshDir;

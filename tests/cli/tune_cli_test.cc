@@ -7,7 +7,7 @@
 #include "cli/cli_test_util.h"
 
 namespace accel::cli::testing {
-namespace {
+namespace tune_cli_test {
 
 using ::testing::HasSubstr;
 

@@ -18,12 +18,13 @@
 #include "common/error.h"
 #include "fleet/fleet_store.h"
 #include "placement/engine.h"
+#include "sharing/mig_default_configs.h"
 #include "sharing/mig_parted_config.h"
 #include "support/shared_fixture.h"
 #include "topology/sources.h"
 
 namespace accel::cluster {
-namespace {
+namespace check_test {
 
 namespace fs = std::filesystem;
 using nlohmann::ordered_json;
@@ -596,8 +597,8 @@ TEST(ClusterCheck, GeneratedPartsJoinTheObjectsAndAGeneratorErrorIsAWarning) {
 
 // Every config of NVIDIA's config-default.yaml, on every catalog model it applies to (the entry
 // whose device-filter names the model, or an entry without filter whose profiles the model has),
-// equals the config DefaultMigConfig builds from the catalog; and where NVIDIA's file has nothing
-// for a model, DefaultMigConfig refuses the name for it too (all-disabled and all-enabled apart).
+// equals the config sharing::DefaultMigConfig builds from the catalog; and where NVIDIA's file has nothing
+// for a model, sharing::DefaultMigConfig refuses the name for it too (all-disabled and all-enabled apart).
 TEST(ClusterCheck, DefaultMigConfigsEqualNvidiasFile) {
   const std::string path = test_support::SharedPath("peers/mig/config-default.yaml");
   ACCEL_REQUIRE_SHARED(path);
@@ -621,7 +622,7 @@ TEST(ClusterCheck, DefaultMigConfigsEqualNvidiasFile) {
         if (e.device_filter.empty() && !plain) plain = &e;
       }
       std::string why;
-      const std::optional<sharing::MigPartedConfig> ours = DefaultMigConfig(c.name, model, &why);
+      const std::optional<sharing::MigPartedConfig> ours = sharing::DefaultMigConfig(c.name, model, &why);
       const std::string what = c.name + " on " + model.name;
       const sharing::MigConfigEntry* theirs = filtered ? filtered : plain;
       if (!theirs) {

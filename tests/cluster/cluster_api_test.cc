@@ -26,7 +26,7 @@
 #include "support/crd_validate.h"
 
 namespace accel::cluster {
-namespace {
+namespace cluster_api_test {
 
 using nlohmann::ordered_json;
 

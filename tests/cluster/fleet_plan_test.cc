@@ -12,7 +12,7 @@
 #include "topology/sources.h"
 
 namespace accel::cluster {
-namespace {
+namespace fleet_plan_test {
 
 namespace fs = std::filesystem;
 

@@ -20,7 +20,7 @@
 #include "topology/sources.h"
 
 namespace accel::cluster {
-namespace {
+namespace kubelet_config_test {
 
 std::string Src(const std::string& rel) { return std::string(ACCEL_SOURCE_DIR) + "/" + rel; }
 

@@ -42,7 +42,7 @@
 #include "topology/sources.h"
 
 namespace accel::cluster {
-namespace {
+namespace kubelet_property_test {
 
 using nlohmann::json;
 

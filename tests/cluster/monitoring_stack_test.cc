@@ -22,7 +22,7 @@
 #include "support/shared_fixture.h"
 
 namespace accel::cluster {
-namespace {
+namespace monitoring_stack_test {
 
 namespace fs = std::filesystem;
 using json = nlohmann::ordered_json;

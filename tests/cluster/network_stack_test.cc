@@ -32,7 +32,7 @@
 #include "topology/sources.h"
 
 namespace accel::cluster {
-namespace {
+namespace network_stack_test {
 
 namespace fs = std::filesystem;
 using json = nlohmann::ordered_json;

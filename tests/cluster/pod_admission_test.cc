@@ -15,7 +15,7 @@
 #include "common/error.h"
 
 namespace accel::cluster {
-namespace {
+namespace pod_admission_test {
 
 std::string Src(const std::string& rel) { return std::string(ACCEL_SOURCE_DIR) + "/" + rel; }
 

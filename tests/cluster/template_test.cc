@@ -14,7 +14,7 @@
 #include "common/structured_file.h"
 
 namespace accel::cluster {
-namespace {
+namespace template_test {
 
 const std::string kExampleDir = std::string(ACCEL_SOURCE_DIR) + "/examples/cluster";
 const std::string kExample = kExampleDir + "/ai-prod.yaml";

@@ -13,11 +13,12 @@
 
 #include "common/error.h"
 #include "common/structured_file.h"
+#include "sharing/mig_default_configs.h"
 #include "sharing/mig_parted_config.h"
 #include "support/crd_validate.h"
 
 namespace accel::cluster {
-namespace {
+namespace vendor_stack_test {
 
 using nlohmann::json;
 
@@ -556,7 +557,7 @@ TEST(VendorStack, ExampleAmdAgentTimeSlicesItsResource) {
 
 // accel's default MIG configs (examples/mig/default-configs.yaml, generated from the MIG catalog
 // and checked against NVIDIA's own file by the sharing tests): every all-balanced and
-// all-<profile> entry, on every model its device-filter names, is what DefaultMigDevices writes.
+// all-<profile> entry, on every model its device-filter names, is what sharing::DefaultMigDevices writes.
 TEST(VendorStack, DefaultMigDevicesMatchTheDefaultConfigs) {
   const sharing::MigPartedConfig defaults =
       sharing::LoadMigPartedConfig(std::string(ACCEL_SOURCE_DIR) + "/examples/mig/default-configs.yaml");
@@ -564,7 +565,7 @@ TEST(VendorStack, DefaultMigDevicesMatchTheDefaultConfigs) {
   for (const sharing::MigConfig& c : defaults.configs) {
     if (c.name == "all-disabled" || c.name == "all-enabled") {
       std::string why;
-      EXPECT_FALSE(DefaultMigDevices(c.name, sharing::MigCatalog().front(), &why)) << c.name;
+      EXPECT_FALSE(sharing::DefaultMigDevices(c.name, sharing::MigCatalog().front(), &why)) << c.name;
       continue;
     }
     for (const sharing::MigConfigEntry& e : c.entries) {
@@ -590,7 +591,7 @@ TEST(VendorStack, DefaultMigDevicesMatchTheDefaultConfigs) {
       }
       for (const sharing::GpuModel* model : models) {
         std::string why;
-        const std::optional<MigDevices> devices = DefaultMigDevices(c.name, *model, &why);
+        const std::optional<sharing::MigDevices> devices = sharing::DefaultMigDevices(c.name, *model, &why);
         ASSERT_TRUE(devices) << c.name << " on " << model->name << ": " << why;
         EXPECT_EQ(*devices, e.mig_devices) << c.name << " on " << model->name;
         ++checked;
@@ -601,10 +602,10 @@ TEST(VendorStack, DefaultMigDevicesMatchTheDefaultConfigs) {
   // And the other way: a profile a model lacks, an unknown name.
   std::string why;
   const sharing::GpuModel& h100 = *sharing::FindGpuModel("H100-SXM5-80GB");
-  EXPECT_FALSE(DefaultMigDevices("all-1g.5gb", h100, &why));
+  EXPECT_FALSE(sharing::DefaultMigDevices("all-1g.5gb", h100, &why));
   EXPECT_NE(why.find("has no MIG profile 1g.5gb"), std::string::npos) << why;
-  EXPECT_FALSE(DefaultMigDevices("custom", h100, &why));
-  EXPECT_EQ(*DefaultMigDevices("all-1g.10gb.me", h100), (MigDevices{{"1g.10gb+me", 1}}));
+  EXPECT_FALSE(sharing::DefaultMigDevices("custom", h100, &why));
+  EXPECT_EQ(*sharing::DefaultMigDevices("all-1g.10gb.me", h100), (sharing::MigDevices{{"1g.10gb+me", 1}}));
 }
 
 TEST(VendorStack, MigConfigAccelCannotWriteIsAnError) {

@@ -11,7 +11,7 @@
 #include "common/error.h"
 
 namespace accel {
-namespace {
+namespace atomic_dir_test {
 
 namespace fs = std::filesystem;
 

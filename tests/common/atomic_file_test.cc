@@ -13,7 +13,7 @@
 #include "common/error.h"
 
 namespace accel {
-namespace {
+namespace atomic_file_test {
 
 namespace fs = std::filesystem;
 

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace accel {
-namespace {
+namespace cpuset_test {
 
 TEST(CpuSet, ParsesAndFormatsCompactLists) {
   CpuSet s;
@@ -48,7 +48,7 @@ TEST(CpuSet, SetAlgebraAcrossWords) {
 }  // namespace accel
 
 namespace accel {
-namespace {
+namespace cpuset_test {
 
 // Sets grow from inline storage to the heap past CPU 511 and keep working both ways.
 TEST(CpuSet, GrowsPastInlineStorage) {
@@ -74,7 +74,7 @@ TEST(CpuSet, GrowsPastInlineStorage) {
 }  // namespace accel
 
 namespace accel {
-namespace {
+namespace cpuset_test {
 
 TEST(CpuSet, NextWalksInOrderAcrossWords) {
   CpuSet s{0, 63, 64, 700};

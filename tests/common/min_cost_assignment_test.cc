@@ -6,7 +6,7 @@
 #include <random>
 
 namespace accel {
-namespace {
+namespace min_cost_assignment_test {
 
 // Small costs with many ties, some forbidden pairs, and a level far up (as the engine's score).
 AssignmentCost RandomCost(std::mt19937& rng, int range) {

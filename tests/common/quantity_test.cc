@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 namespace accel {
-namespace {
+namespace quantity_test {
 
 int64_t Milli(const std::string& text) {
   std::string error;

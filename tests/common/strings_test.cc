@@ -8,7 +8,7 @@
 #include <vector>
 
 namespace accel {
-namespace {
+namespace strings_test {
 
 TEST(Strings, JoinStrings) {
   EXPECT_EQ(JoinStrings({}, ", "), "");

@@ -5,7 +5,7 @@
 #include "common/error.h"
 
 namespace accel {
-namespace {
+namespace structured_file_test {
 
 TEST(ReadWholeFile, EndlessFilesStopAtTheCap) {
   // /dev/zero has no size to check up front; the reader must still stop at 64 MiB.

@@ -8,7 +8,7 @@
 #include "common/error.h"
 
 namespace accel {
-namespace {
+namespace yaml_config_test {
 
 const std::string kWhere = "agent.yaml";
 

@@ -4,7 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 namespace accel {
-namespace {
+namespace yaml_out_test {
 
 using nlohmann::ordered_json;
 

@@ -12,7 +12,7 @@
 #include "devices/backend.h"
 
 namespace accel::devices {
-namespace {
+namespace hlml_backend_test {
 
 namespace fs = std::filesystem;
 using std::chrono::milliseconds;

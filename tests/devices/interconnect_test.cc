@@ -10,7 +10,7 @@
 #include "topology/sources.h"
 
 namespace accel::devices {
-namespace {
+namespace interconnect_test {
 
 using topology::PciDevice;
 using topology::PciRole;

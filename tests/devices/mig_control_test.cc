@@ -16,7 +16,7 @@
 #include "support/fake_nvml_setup.h"
 
 namespace accel::devices {
-namespace {
+namespace mig_control_test {
 
 using nlohmann::json;
 using ::testing::ElementsAre;

@@ -19,7 +19,7 @@
 #include "devices/shared_library.h"
 
 namespace accel::devices {
-namespace {
+namespace nvml_backend_test {
 
 using nlohmann::json;
 using ::testing::HasSubstr;

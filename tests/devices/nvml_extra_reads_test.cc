@@ -17,7 +17,7 @@
 #include "devices/nvml_session.h"
 
 namespace accel::devices {
-namespace {
+namespace nvml_extra_reads_test {
 
 using nlohmann::json;
 using ::testing::HasSubstr;

@@ -16,7 +16,7 @@
 #include "topology/host.h"
 
 namespace accel::devices {
-namespace {
+namespace nvml_links_test {
 
 using nlohmann::json;
 using test_support::FakeGpu;

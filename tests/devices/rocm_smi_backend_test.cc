@@ -17,7 +17,7 @@
 #include "devices/backend.h"
 
 namespace accel::devices {
-namespace {
+namespace rocm_smi_backend_test {
 
 namespace fs = std::filesystem;
 using std::chrono::milliseconds;

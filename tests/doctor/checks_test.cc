@@ -8,7 +8,7 @@
 #include "placement/pci_alias.h"
 
 namespace accel::doctor {
-namespace {
+namespace checks_test {
 
 using namespace testing;
 

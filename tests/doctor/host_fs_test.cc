@@ -9,7 +9,7 @@
 #include "support/healthy_host_tree.h"
 
 namespace accel::doctor {
-namespace {
+namespace host_fs_test {
 
 using testing::TempRoot;
 using testing::WriteFakeFile;

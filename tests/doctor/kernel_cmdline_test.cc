@@ -7,7 +7,7 @@
 #include <random>
 
 namespace accel::doctor {
-namespace {
+namespace kernel_cmdline_test {
 
 TEST(KernelCmdlineTest, SplitsParamsAndQuotes) {
   KernelCmdline c = KernelCmdline::Parse(

@@ -18,7 +18,7 @@
 #include "topology/sysfs_source.h"
 
 namespace accel::doctor {
-namespace {
+namespace kubelet_checks_test {
 
 using namespace testing;
 using nlohmann::ordered_json;

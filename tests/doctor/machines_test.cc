@@ -7,7 +7,7 @@
 #include "support/healthy_host_tree.h"
 
 namespace accel::doctor {
-namespace {
+namespace machines_test {
 
 using namespace testing;
 

@@ -9,7 +9,7 @@
 #include "support/healthy_host_tree.h"
 
 namespace accel::doctor {
-namespace {
+namespace pci_config_test {
 
 TEST(PciConfigTest, FindsAcsAfterAnotherCapability) {
   std::string c = testing::ConfigSpace(uint16_t{kAcsSv | kAcsRr | kAcsCr | kAcsUf});

@@ -6,7 +6,7 @@
 #include "support/healthy_host_tree.h"
 
 namespace accel::doctor {
-namespace {
+namespace pcie_tuning_checks_test {
 
 using namespace testing;
 

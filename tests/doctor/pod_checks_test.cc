@@ -6,7 +6,7 @@
 #include "support/healthy_host_tree.h"
 
 namespace accel::doctor {
-namespace {
+namespace pod_checks_test {
 
 using namespace testing;
 

@@ -13,7 +13,7 @@
 #include "topology/sysfs_source.h"
 
 namespace accel::doctor {
-namespace {
+namespace real_h200_vm_test {
 
 using namespace testing;
 

@@ -10,7 +10,7 @@
 #include "dra/cdi_spec.h"
 
 namespace accel::dra {
-namespace {
+namespace cdi_spec_test {
 
 namespace fs = std::filesystem;
 using ::testing::ElementsAre;

@@ -10,7 +10,7 @@
 #include "dra/checkpoint.h"
 
 namespace accel::dra {
-namespace {
+namespace checkpoint_test {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;

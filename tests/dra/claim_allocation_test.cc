@@ -6,7 +6,7 @@
 #include "dra/claim_allocation.h"
 
 namespace accel::dra {
-namespace {
+namespace claim_allocation_test {
 
 using ::testing::HasSubstr;
 using Json = nlohmann::json;

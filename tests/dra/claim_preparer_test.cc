@@ -14,7 +14,7 @@
 #include "dra/claim_preparer.h"
 
 namespace accel::dra {
-namespace {
+namespace claim_preparer_test {
 
 namespace fs = std::filesystem;
 using ::testing::Contains;

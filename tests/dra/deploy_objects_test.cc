@@ -17,7 +17,7 @@
 #include "support/crd_validate.h"
 
 namespace accel::dra {
-namespace {
+namespace deploy_objects_test {
 
 namespace fs = std::filesystem;
 

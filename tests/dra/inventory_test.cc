@@ -14,7 +14,7 @@
 #include "fabric/path.h"
 
 namespace accel::dra {
-namespace {
+namespace inventory_test {
 
 using testing::BigHgx;
 

@@ -22,7 +22,7 @@
 #include "support/fake_dra_kubelet.h"
 
 namespace accel::dra {
-namespace {
+namespace plugin_server_test {
 
 namespace fs = std::filesystem;
 using test_support::DraHealthVersion;

@@ -11,7 +11,7 @@
 #include "support/crd_validate.h"
 
 namespace accel::dra {
-namespace {
+namespace resource_slices_test {
 
 using nlohmann::json;
 

@@ -9,7 +9,7 @@
 #include "support/fake_apiserver.h"
 
 namespace accel::dra {
-namespace {
+namespace slice_publisher_test {
 
 using nlohmann::json;
 using test_support::FakeApiServer;

@@ -24,7 +24,7 @@
 #include "topology/sources.h"
 
 namespace accel::fabric {
-namespace {
+namespace guest_topology_test {
 
 using ::testing::Contains;
 using ::testing::ElementsAre;

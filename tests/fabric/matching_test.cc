@@ -6,7 +6,7 @@
 #include <tuple>
 
 namespace accel::fabric {
-namespace {
+namespace matching_test {
 
 // The objective, compared field by field (bandwidth sums are exact: multiples of 0.1875).
 using Total = std::tuple<long long, double, long long, long long>;

@@ -11,7 +11,7 @@
 #include "topology/sources.h"
 
 namespace accel::fabric {
-namespace {
+namespace network_configs_test {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
@@ -148,7 +148,7 @@ TEST(RdmaSharedDevicePluginConfig, NicWithoutNetdevIsLeftOutAndNoted) {
   EXPECT_EQ(doc["configList"].size(), 9u);
   for (const Json& e : doc["configList"]) EXPECT_NE(e["resourceName"], "rdma_rail2");
   EXPECT_THAT(NetworkConfigNotes(HgxHost(), f),
-              testing::Contains(HasSubstr("no netdev on mlx5_4")));
+              ::testing::Contains(HasSubstr("no netdev on mlx5_4")));
 }
 
 TEST(NicClusterPolicy, EmbedsBothConfigsAndNvIpam) {

@@ -11,7 +11,7 @@
 #include "topology/sources.h"
 
 namespace accel::fabric {
-namespace {
+namespace nic_ports_test {
 
 namespace fs = std::filesystem;
 

@@ -16,7 +16,7 @@
 #include "topology/sources.h"
 
 namespace accel::fabric {
-namespace {
+namespace pairing_test {
 
 namespace fs = std::filesystem;
 using testing::Fixture;

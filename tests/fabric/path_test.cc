@@ -8,7 +8,7 @@
 #include "fabric/fabric_test_hosts.h"
 
 namespace accel::fabric {
-namespace {
+namespace path_test {
 
 using testing::Fixture;
 using testing::kGen4x16;

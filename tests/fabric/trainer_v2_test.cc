@@ -19,7 +19,7 @@
 #include "topology/sources.h"
 
 namespace accel::fabric {
-namespace {
+namespace trainer_v2_test {
 
 using ::testing::Contains;
 using ::testing::HasSubstr;

@@ -17,7 +17,7 @@
 #include <set>
 
 namespace accel::fabric {
-namespace {
+namespace training_env_test {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
@@ -230,7 +230,7 @@ TEST(TrainingEnv, MixedLinkLayersWarn) {
   TrainingOptions o;
   o.ib_tc = 3;
   TrainingSettings s = BuildTrainingSettings(f, o);
-  EXPECT_THAT(s.warnings, testing::Contains(HasSubstr("mix link layers")));
+  EXPECT_THAT(s.warnings, ::testing::Contains(HasSubstr("mix link layers")));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -256,8 +256,8 @@ TEST(TrainingEnv, GpuWithoutNicOrFarNicWarns) {
   TrainingSettings s = BuildTrainingSettings(f, {});
   EXPECT_TRUE(s.ranks[2].env.empty());
   EXPECT_THAT(Value(s.env, "NCCL_IB_HCA"), Not(HasSubstr("mlx5_4")));
-  EXPECT_THAT(s.warnings, testing::Contains(HasSubstr("0000:52:00.0 has no usable NIC")));
-  EXPECT_THAT(s.warnings, testing::Contains(HasSubstr("through SYS")));
+  EXPECT_THAT(s.warnings, ::testing::Contains(HasSubstr("0000:52:00.0 has no usable NIC")));
+  EXPECT_THAT(s.warnings, ::testing::Contains(HasSubstr("through SYS")));
   EXPECT_THAT(s.notes, ElementsAre("GPU 0000:52:00.0: no usable NIC"));
   EXPECT_THAT(RenderEnvShell(s), HasSubstr("# note: GPU 0000:52:00.0: no usable NIC\n"));
 }
@@ -268,7 +268,7 @@ TEST(TrainingEnv, NoNicsAtAll) {
   TrainingSettings s = BuildTrainingSettings(f, {});
   EXPECT_EQ(Find(s.env, "NCCL_IB_HCA"), nullptr);
   EXPECT_EQ(Find(s.env, "UCX_TLS"), nullptr);
-  EXPECT_THAT(s.warnings, testing::Contains(HasSubstr("TCP sockets")));
+  EXPECT_THAT(s.warnings, ::testing::Contains(HasSubstr("TCP sockets")));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -393,7 +393,7 @@ TEST(PyTorchJob, PodTemplateHasEnvIpcLockShmAndResources) {
     EXPECT_EQ(spec["volumes"][1]["configMap"]["name"].as<std::string>(), "llm-rank-env");
     EXPECT_EQ(spec["volumes"][1]["configMap"]["defaultMode"].as<int>(), 0755);
     std::vector<std::string> cmd = c["command"].as<std::vector<std::string>>();
-    EXPECT_THAT(cmd, testing::IsSupersetOf({"torchrun", "--nproc-per-node=8", "--no-python",
+    EXPECT_THAT(cmd, ::testing::IsSupersetOf({"torchrun", "--nproc-per-node=8", "--no-python",
                                             "/etc/accel/rank-env.sh"}));
   }
 }

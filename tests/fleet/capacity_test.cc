@@ -15,7 +15,7 @@
 #include "fleet/scheduler.h"
 
 namespace accel::fleet {
-namespace {
+namespace capacity_test {
 
 using testing::Chance;
 using testing::Eligible;

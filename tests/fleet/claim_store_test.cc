@@ -21,7 +21,7 @@
 
 namespace accel::fleet {
 using namespace accel::placement;
-namespace {
+namespace claim_store_test {
 
 namespace fs = std::filesystem;
 

@@ -13,7 +13,7 @@
 #include "placement/engine.h"
 
 namespace accel::fleet {
-namespace {
+namespace fleet_view_test {
 
 using testing::Chance;
 using testing::FleetShape;

@@ -22,11 +22,10 @@
 #include "support/shared_fixture.h"
 
 namespace accel::test_support {
-namespace {
+namespace postgres_server_test {
 
 namespace fs = std::filesystem;
 
-#define REQUIRE_POSTGRES() ACCEL_REQUIRE_TOOL(PostgresBinary("initdb"), "postgresql")
 
 // True when `pid` exists and is not a zombie (an exited postmaster is reparented to PID 1, which
 // in a container may be slow to reap it).
@@ -67,7 +66,7 @@ bool AnyProcessMentions(const std::string& text) {
 }
 
 TEST(PostgresServer, FindsTheServerPrograms) {
-  REQUIRE_POSTGRES();
+  ACCEL_REQUIRE_POSTGRES();
   EXPECT_TRUE(PostgresServer::Available());
   for (const char* program : {"initdb", "pg_ctl", "postgres", "psql"}) {
     const std::string path = PostgresBinary(program);
@@ -77,7 +76,7 @@ TEST(PostgresServer, FindsTheServerPrograms) {
 }
 
 TEST(PostgresServer, StartsPrivatelyWithFsyncOnAndAnswersPsql) {
-  REQUIRE_POSTGRES();
+  ACCEL_REQUIRE_POSTGRES();
   PostgresServer pg;
   EXPECT_TRUE(pg.running());
   EXPECT_EQ(pg.directory().rfind("/tmp/accel-pg-", 0), 0u) << pg.directory();
@@ -99,14 +98,14 @@ TEST(PostgresServer, StartsPrivatelyWithFsyncOnAndAnswersPsql) {
 }
 
 TEST(PostgresServer, ExtraSettingsApply) {
-  REQUIRE_POSTGRES();
+  ACCEL_REQUIRE_POSTGRES();
   PostgresServer pg({"shared_buffers = '32MB'", "max_connections = 50"});
   EXPECT_EQ(pg.Query("SHOW shared_buffers"), "32MB");
   EXPECT_EQ(pg.Query("SHOW max_connections"), "50");  // later lines win
 }
 
 TEST(PostgresServer, AServerThatCannotStartThrowsItsLogAndLeavesNothing) {
-  REQUIRE_POSTGRES();
+  ACCEL_REQUIRE_POSTGRES();
   try {
     PostgresServer pg({"no_such_setting = 1"});
     FAIL() << "expected the start to fail";
@@ -122,7 +121,7 @@ TEST(PostgresServer, AServerThatCannotStartThrowsItsLogAndLeavesNothing) {
 }
 
 TEST(PostgresServer, QueryThrowsWithPsqlsMessage) {
-  REQUIRE_POSTGRES();
+  ACCEL_REQUIRE_POSTGRES();
   PostgresServer pg;
   try {
     pg.Query("SELECT * FROM no_such_table");
@@ -139,7 +138,7 @@ TEST(PostgresServer, QueryThrowsWithPsqlsMessage) {
 // The store code connects from the test process itself (root in CI, while the server runs as
 // `postgres`): the socket directory must be reachable by it, not only by the server's user.
 TEST(PostgresServer, TheTestProcessItselfReachesTheSocket) {
-  REQUIRE_POSTGRES();
+  ACCEL_REQUIRE_POSTGRES();
   PostgresServer pg;
   for (const std::string& target : {pg.Url(), pg.ConnInfo()}) {
     const std::string command =
@@ -155,7 +154,7 @@ TEST(PostgresServer, TheTestProcessItselfReachesTheSocket) {
 }
 
 TEST(PostgresServer, CreateDatabaseGivesEachTestItsOwnDatabase) {
-  REQUIRE_POSTGRES();
+  ACCEL_REQUIRE_POSTGRES();
   PostgresServer pg;
   pg.CreateDatabase("fleet_a");
   pg.CreateDatabase("fleet \"b\" with spaces");
@@ -169,7 +168,7 @@ TEST(PostgresServer, CreateDatabaseGivesEachTestItsOwnDatabase) {
 }
 
 TEST(PostgresServer, UrlReachesTheSameServer) {
-  REQUIRE_POSTGRES();
+  ACCEL_REQUIRE_POSTGRES();
   PostgresServer pg;
   pg.CreateDatabase("fleet a");
   EXPECT_EQ(pg.Url(), "postgresql://postgres@/postgres?host=%2Ftmp%2F" +
@@ -184,7 +183,7 @@ TEST(PostgresServer, UrlReachesTheSameServer) {
 }
 
 TEST(PostgresServer, StoppedServerRefusesAndRestartedServerHasTheData) {
-  REQUIRE_POSTGRES();
+  ACCEL_REQUIRE_POSTGRES();
   PostgresServer pg;
   pg.CreateDatabase("store");
   pg.Query("CREATE TABLE claims (id int PRIMARY KEY); INSERT INTO claims VALUES (1), (2)", "store");
@@ -210,7 +209,7 @@ TEST(PostgresServer, StoppedServerRefusesAndRestartedServerHasTheData) {
 }
 
 TEST(PostgresServer, CommittedDataSurvivesAnImmediateStop) {
-  REQUIRE_POSTGRES();
+  ACCEL_REQUIRE_POSTGRES();
   PostgresServer pg;
   pg.Query("CREATE TABLE claims (id int); INSERT INTO claims SELECT generate_series(1, 1000)");
   const pid_t before = pg.postmaster_pid();
@@ -223,7 +222,7 @@ TEST(PostgresServer, CommittedDataSurvivesAnImmediateStop) {
 }
 
 TEST(PostgresServer, TwoServersDoNotClash) {
-  REQUIRE_POSTGRES();
+  ACCEL_REQUIRE_POSTGRES();
   PostgresServer a;
   PostgresServer b;
   EXPECT_NE(a.directory(), b.directory());
@@ -236,7 +235,7 @@ TEST(PostgresServer, TwoServersDoNotClash) {
 }
 
 TEST(PostgresServer, DestructorLeavesNoProcessAndNoDirectory) {
-  REQUIRE_POSTGRES();
+  ACCEL_REQUIRE_POSTGRES();
   std::string directory;
   pid_t postmaster = -1;
   std::set<pid_t> children;
@@ -257,7 +256,7 @@ TEST(PostgresServer, DestructorLeavesNoProcessAndNoDirectory) {
 }
 
 TEST(PostgresServer, ReapsTheServerOfAKilledTestProcess) {
-  REQUIRE_POSTGRES();
+  ACCEL_REQUIRE_POSTGRES();
   int pipe_fds[2];
   ASSERT_EQ(pipe(pipe_fds), 0);
   const pid_t test_process = fork();
@@ -291,7 +290,7 @@ TEST(PostgresServer, ReapsTheServerOfAKilledTestProcess) {
 }
 
 TEST(PostgresServer, ReaperLeavesLiveServersAlone) {
-  REQUIRE_POSTGRES();
+  ACCEL_REQUIRE_POSTGRES();
   PostgresServer pg;
   PostgresServer::ReapAbandonedServers();
   EXPECT_TRUE(pg.running());

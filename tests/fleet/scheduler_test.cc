@@ -20,7 +20,7 @@
 #include "placement/placement_json.h"
 
 namespace accel::fleet {
-namespace {
+namespace scheduler_test {
 
 using testing::AddEngineClaim;
 using testing::Chance;

@@ -28,9 +28,8 @@
 #include "topology/sources.h"
 
 namespace accel::fleet {
-namespace {
+namespace store_postgres_test {
 
-#define REQUIRE_POSTGRES() ACCEL_REQUIRE_TOOL(test_support::PostgresBinary("initdb"), "postgresql")
 
 const std::string kSource = ACCEL_SOURCE_DIR;
 
@@ -67,7 +66,7 @@ bool PlaceAndClaim(FleetStore& store, const placement::PlacementRequest& req, co
 class FleetStorePostgres : public ::testing::Test {
  protected:
   void SetUp() override {
-    REQUIRE_POSTGRES();
+    ACCEL_REQUIRE_POSTGRES();
     pg_ = std::make_unique<test_support::PostgresServer>();
     pg_->CreateDatabase("fleet");
     url_ = pg_->Url("fleet");

@@ -27,7 +27,7 @@
 #include "topology/host_json.h"
 
 namespace accel::fleet {
-namespace {
+namespace store_test {
 
 namespace fs = std::filesystem;
 using testing::FlavorShape;

@@ -13,7 +13,7 @@
 #include "topology/sources.h"
 
 namespace accel::kube {
-namespace {
+namespace device_set_test {
 
 using devices::Interconnect;
 using devices::PcieLink;

@@ -8,7 +8,7 @@
 #include "kube_fixtures.h"
 
 namespace accel::kube {
-namespace {
+namespace kube_allocate_test {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;

@@ -9,7 +9,7 @@
 #include "kube_fixtures.h"
 
 namespace accel::kube {
-namespace {
+namespace kube_config_test {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;

@@ -6,7 +6,7 @@
 #include "kube_fixtures.h"
 
 namespace accel::kube {
-namespace {
+namespace kube_devices_test {
 
 TEST(KubeDevices, NvidiaWholeGpusAndMigDevices) {
   auto devices = testing::NvmlDevices("nvml/examples/h100x8-mig.json");

@@ -6,7 +6,7 @@
 #include "kube_fixtures.h"
 
 namespace accel::kube {
-namespace {
+namespace kube_health_test {
 
 using std::chrono::seconds;
 using testing::Gpu;

@@ -15,7 +15,7 @@
 #include "kube_fixtures.h"
 
 namespace accel::kube {
-namespace {
+namespace kube_labels_test {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;

@@ -11,7 +11,7 @@
 #include "kube_fixtures.h"
 
 namespace accel::kube {
-namespace {
+namespace kube_resources_test {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;

@@ -20,7 +20,7 @@
 #include "support/child_process.h"
 
 namespace accel::kube {
-namespace {
+namespace mps_daemons_test {
 
 namespace fs = std::filesystem;
 using ::testing::ElementsAre;

@@ -19,7 +19,7 @@
 #include "support/fake_kubelet_plugins.h"
 
 namespace accel::kube {
-namespace {
+namespace nccl_hca_test {
 
 using ::testing::HasSubstr;
 using test_support::FakeDevicePluginKubelet;

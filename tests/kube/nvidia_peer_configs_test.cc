@@ -18,7 +18,7 @@
 #include "support/shared_fixture.h"
 
 namespace accel::kube {
-namespace {
+namespace nvidia_peer_configs_test {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;

@@ -19,7 +19,7 @@
 #include "support/fake_kubelet_plugins.h"
 
 namespace accel::kube {
-namespace {
+namespace plugin_server_test {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;

@@ -33,7 +33,7 @@ void PrintTo(const ContainerDevices& c, std::ostream* os) {
       << ::testing::PrintToString(c.device_ids) << "]";
 }
 
-namespace {
+namespace pod_resources_test {
 
 using std::chrono::milliseconds;
 using test_support::FakeKubelet;

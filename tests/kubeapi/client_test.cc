@@ -17,7 +17,7 @@
 #include "support/fake_apiserver.h"
 
 namespace accel::kubeapi {
-namespace {
+namespace client_test {
 
 using nlohmann::json;
 using test_support::FakeApiServer;

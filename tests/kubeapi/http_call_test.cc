@@ -17,7 +17,7 @@
 #include "telemetry/web_config.h"
 
 namespace accel::kubeapi {
-namespace {
+namespace http_call_test {
 
 using telemetry::HttpResponse;
 using telemetry::ParseHttpResponse;

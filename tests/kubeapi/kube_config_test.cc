@@ -14,7 +14,7 @@
 #include "support/scoped_env.h"
 
 namespace accel::kubeapi {
-namespace {
+namespace kube_config_test {
 
 namespace fs = std::filesystem;
 using test_support::ScopedEnv;
@@ -219,7 +219,7 @@ TEST(InClusterConfigTest, OutsideAPodTheErrorSaysSo) {
 }  // namespace accel::kubeapi
 
 namespace accel::kubeapi {
-namespace {
+namespace kube_config_test {
 
 // The fuzz corpus and deterministic mutations of it: only InputError may escape.
 TEST(KubeconfigTest, CorpusAndMutationsOnlyThrowInputError) {

@@ -11,7 +11,7 @@
 #include "topology/sources.h"
 
 namespace accel::placement {
-namespace {
+namespace engine_fixture_test {
 
 class EngineOnFixtures : public ::testing::TestWithParam<std::string> {};
 

@@ -9,7 +9,7 @@
 #include "placement/test_hosts.h"
 
 namespace accel::placement {
-namespace {
+namespace engine_test {
 
 using testing::Dedicated;
 using testing::GpuRequest;

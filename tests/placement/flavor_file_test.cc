@@ -13,7 +13,7 @@
 #include "placement/pci_alias.h"
 
 namespace accel::placement {
-namespace {
+namespace flavor_file_test {
 
 using nlohmann::json;
 using Specs = std::vector<std::pair<std::string, std::string>>;
@@ -289,7 +289,7 @@ TEST(FlavorFileTest, ErrorsNameFileAndField) {
 }
 
 TEST(FlavorFileTest, LoadFlavorWantsExactlyOne) {
-  std::string path = testing::TempDir() + "/accel_flavor_two.yaml";
+  std::string path = ::testing::TempDir() + "/accel_flavor_two.yaml";
   {
     std::ofstream out(path);
     out << "- {name: a, vcpus: 1, ram: 512}\n- {name: b, vcpus: 1, ram: 512}\n";

@@ -14,7 +14,7 @@
 #include "placement/pci_alias.h"
 
 namespace accel::placement {
-namespace {
+namespace flavor_test {
 
 using Specs = std::vector<std::pair<std::string, std::string>>;
 

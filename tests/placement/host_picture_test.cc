@@ -24,7 +24,7 @@
 #include "topology/sources.h"
 
 namespace accel::placement {
-namespace {
+namespace host_picture_test {
 
 // ---- A reader of the renderer's SVG ---------------------------------------------------------
 

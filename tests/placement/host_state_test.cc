@@ -16,7 +16,7 @@
 #include "topology/sources.h"
 
 namespace accel::placement {
-namespace {
+namespace host_state_test {
 
 using testing::MakeHost;
 using testing::NodeShape;

@@ -20,7 +20,7 @@
 #include "support/shared_fixture.h"
 
 namespace accel::placement {
-namespace {
+namespace libvirt_domain_test {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -125,8 +125,8 @@ CommandResult RunCommand(const std::string& command) {
 }
 
 std::string WriteTempFile(const std::string& tag, const std::string& text) {
-  const auto* info = testing::UnitTest::GetInstance()->current_test_info();
-  std::string path = testing::TempDir() + "accel_libvirt_" + std::to_string(getpid()) + "_" +
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string path = ::testing::TempDir() + "accel_libvirt_" + std::to_string(getpid()) + "_" +
                      info->name() + tag + ".xml";
   std::ofstream(path) << text;
   return path;

@@ -7,7 +7,7 @@
 #include "common/error.h"
 
 namespace accel::placement {
-namespace {
+namespace libvirt_pci_layout_test {
 
 Placement WithCells(int cells) {
   Placement p;

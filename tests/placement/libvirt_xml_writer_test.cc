@@ -11,7 +11,7 @@
 #include "support/shared_fixture.h"
 
 namespace accel::placement {
-namespace {
+namespace libvirt_xml_writer_test {
 
 TEST(XmlEscape, TextEscapesMarkupOnly) {
   EXPECT_EQ(EscapeXmlText("a&b<c>d'e\"f"), "a&amp;b&lt;c&gt;d'e\"f");
@@ -66,7 +66,7 @@ TEST(XmlWriter, RandomBytesStayWellFormed) {
     for (char& c : junk) c = static_cast<char>(rng() % 256);
     w.Text("t", junk, {{"a", junk}});
   }
-  const std::string path = testing::TempDir() + "accel_xml_writer_" + std::to_string(getpid()) + ".xml";
+  const std::string path = ::testing::TempDir() + "accel_xml_writer_" + std::to_string(getpid()) + ".xml";
   std::ofstream(path) << w.Finish();
   EXPECT_EQ(std::system(("/usr/bin/xmllint --noout '" + path + "'").c_str()), 0) << path;
   std::remove(path.c_str());

@@ -8,7 +8,7 @@
 #include "common/error.h"
 
 namespace accel::placement {
-namespace {
+namespace pci_alias_test {
 
 PciAliasTable Parse(const std::string& text) { return ParsePciAliasText(text, "aliases.json"); }
 

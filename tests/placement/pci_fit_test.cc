@@ -9,7 +9,7 @@
 #include <set>
 
 namespace accel::placement {
-namespace {
+namespace pci_fit_test {
 
 topology::HostTopology RandomHost(std::mt19937& rng, HostUsage* usage) {
   topology::HostTopology host;

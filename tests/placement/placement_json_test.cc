@@ -5,7 +5,7 @@
 #include "common/error.h"
 
 namespace accel::placement {
-namespace {
+namespace placement_json_test {
 
 using nlohmann::ordered_json;
 

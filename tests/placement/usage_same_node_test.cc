@@ -6,7 +6,7 @@
 #include "placement/usage.h"
 
 namespace accel::placement {
-namespace {
+namespace usage_same_node_test {
 
 Placement TwoCellsOnOneNode() {
   Placement p;

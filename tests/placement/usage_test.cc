@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace accel::placement {
-namespace {
+namespace usage_test {
 
 // Two-cell dedicated guest on nodes 0 and 1, 1 GiB pages, one GPU, an isolated emulator CPU.
 Placement TwoCellGuest() {

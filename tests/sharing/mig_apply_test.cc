@@ -17,7 +17,7 @@
 #include "support/fake_nvml_setup.h"
 
 namespace accel::sharing {
-namespace {
+namespace mig_apply_test {
 
 using nlohmann::json;
 using ::testing::HasSubstr;
@@ -372,7 +372,7 @@ TEST_F(MigApplyTest, StateFile) {
 }  // namespace accel::sharing
 
 namespace accel::sharing {
-namespace {
+namespace mig_apply_test {
 
 TEST_F(MigApplyTest, DescribeNamesEveryStep) {
   Open({FakeGpu(0, SevenOnes()), FakeGpu(1, Mig({FakeCi(1, 0, 9, 4, 1), FakeCi(1, 1, 9, 4, 2)}))});

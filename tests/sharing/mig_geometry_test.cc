@@ -14,7 +14,7 @@
 #include "support/shared_fixture.h"
 
 namespace accel::sharing {
-namespace {
+namespace mig_geometry_test {
 
 const std::string kReference = test_support::SharedPath("reference/mig-profiles.json");
 

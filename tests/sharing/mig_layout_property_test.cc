@@ -12,7 +12,7 @@
 #include "sharing/mig_test_util.h"
 
 namespace accel::sharing {
-namespace {
+namespace mig_layout_property_test {
 
 using test::Model;
 using test::Profiles;

@@ -9,7 +9,7 @@
 #include "sharing/mig_test_util.h"
 
 namespace accel::sharing {
-namespace {
+namespace mig_layout_test {
 
 using Kind = LayoutProblem::Kind;
 using test::Counts;

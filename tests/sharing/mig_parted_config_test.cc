@@ -10,7 +10,7 @@
 #include "common/error.h"
 
 namespace accel::sharing {
-namespace {
+namespace mig_parted_config_test {
 
 using ::testing::HasSubstr;
 

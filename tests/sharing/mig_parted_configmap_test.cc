@@ -14,7 +14,7 @@
 #include "support/shared_fixture.h"
 
 namespace accel::sharing {
-namespace {
+namespace mig_parted_configmap_test {
 
 using ::testing::HasSubstr;
 

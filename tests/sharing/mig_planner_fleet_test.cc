@@ -8,7 +8,7 @@
 #include "sharing/mig_test_util.h"
 
 namespace accel::sharing::test {
-namespace {
+namespace mig_planner_fleet_test {
 
 const std::string kExamples = ACCEL_SOURCE_DIR "/examples/mig/";
 

@@ -5,7 +5,7 @@
 #include "sharing/mig_test_util.h"
 
 namespace accel::sharing::test {
-namespace {
+namespace mig_planner_scenario_test {
 
 const GpuModel& H100() { return Model("H100-SXM5-80GB"); }
 

@@ -9,7 +9,7 @@
 #include "sharing/mig_planner_random.h"
 
 namespace accel::sharing::test {
-namespace {
+namespace mig_planner_test {
 
 // Every promise of the contract that can be checked on one plan.
 void ExpectInvariants(const Fleet& fleet, const Demand& demand, const Plan& plan) {

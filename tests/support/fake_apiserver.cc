@@ -181,8 +181,9 @@ struct FakeApiServer::Impl {
 
   std::vector<json> Collection(const Address& a, const std::string& labels, const std::string& fields) const {
     std::vector<json> out;
-    for (const auto& [key, object] : objects) {
-      const Address item = Parse(key);
+    for (const auto& entry : objects) {
+      const json& object = entry.second;  // a named reference: clang 14 cannot capture a binding
+      const Address item = Parse(entry.first);
       if (item.prefix != a.prefix || item.resource != a.resource) continue;
       if (!a.ns.empty() && item.ns != a.ns) continue;
       const json empty = json::object();

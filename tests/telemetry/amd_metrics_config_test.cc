@@ -14,7 +14,7 @@
 #include "telemetry/field_selection.h"
 
 namespace accel::telemetry {
-namespace {
+namespace amd_metrics_config_test {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;

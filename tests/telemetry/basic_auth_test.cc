@@ -8,7 +8,7 @@
 #include <vector>
 
 namespace accel::telemetry {
-namespace {
+namespace basic_auth_test {
 
 // A bcrypt hash of `password` at cost 5 (fast enough for tests).
 std::string Hash(const std::string& password, const char* prefix = "$2b$") {

@@ -16,7 +16,7 @@
 #include "telemetry/field_selection.h"
 
 namespace accel::telemetry {
-namespace {
+namespace counters_csv_test {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;

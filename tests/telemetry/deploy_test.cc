@@ -22,7 +22,7 @@
 #include "support/shared_fixture.h"
 
 namespace accel::telemetry {
-namespace {
+namespace deploy_test {
 
 namespace fs = std::filesystem;
 using nlohmann::json;

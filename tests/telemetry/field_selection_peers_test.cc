@@ -23,7 +23,7 @@
 #include "telemetry/field_selection.h"
 
 namespace accel::telemetry {
-namespace {
+namespace field_selection_peers_test {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;

@@ -18,7 +18,7 @@
 #include "telemetry/render_fixture.h"
 
 namespace accel::telemetry {
-namespace {
+namespace field_selection_render_test {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;

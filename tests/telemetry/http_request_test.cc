@@ -16,7 +16,7 @@
 #include "telemetry/http_server.h"
 
 namespace accel::telemetry {
-namespace {
+namespace http_request_test {
 
 // Takes string literals: the parsed views point into `text`, which must outlive `*head`.
 HeadError Parse(std::string_view text, RequestHead* head) { return ParseRequestHead(text, head); }

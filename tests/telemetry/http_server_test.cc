@@ -26,7 +26,7 @@
 #include "telemetry/test_pki.h"
 
 namespace accel::telemetry {
-namespace {
+namespace http_server_test {
 
 using ::testing::HasSubstr;
 

@@ -5,7 +5,7 @@
 #include "common/error.h"
 
 namespace accel::telemetry {
-namespace {
+namespace listen_address_test {
 
 TEST(ListenAddress, AcceptsGoStyleAddresses) {
   struct Case {

@@ -25,7 +25,7 @@ void PrintTo(const PodRef& p, std::ostream* os) {
       << p.replica;
 }
 
-namespace {
+namespace pod_attribution_test {
 
 using devices::Vendor;
 using kube::ContainerDevices;

@@ -19,7 +19,7 @@
 #include "support/shared_fixture.h"
 
 namespace accel::telemetry {
-namespace {
+namespace prometheus_integration_test {
 
 using nlohmann::json;
 using test_support::ChildProcess;

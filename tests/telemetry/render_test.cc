@@ -18,7 +18,7 @@
 #include "telemetry/render_fixture.h"
 
 namespace accel::telemetry {
-namespace {
+namespace render_test {
 
 using ::testing::HasSubstr;
 using ::testing::Not;

@@ -10,7 +10,7 @@
 #include "telemetry/test_pki.h"
 
 namespace accel::telemetry {
-namespace {
+namespace web_config_test {
 
 using ::testing::HasSubstr;
 

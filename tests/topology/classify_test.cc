@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace accel::topology {
-namespace {
+namespace classify_test {
 
 TEST(ClassifyPci, NvidiaGpusAndNvSwitches) {
   EXPECT_EQ(ClassifyPci(0x10de, 0x2330, 0x0302), PciRole::kGpu);  // H100 SXM (3D controller)

@@ -14,7 +14,7 @@
 #include "topology/host_json.h"
 
 namespace accel::topology {
-namespace {
+namespace fixtures_test {
 
 constexpr uint64_t kPage2M = 2048;
 constexpr uint64_t kPage1G = 1048576;

@@ -10,7 +10,7 @@
 #include "topology/sample_host.h"
 
 namespace accel::topology {
-namespace {
+namespace host_json_test {
 
 using ::testing::HasSubstr;
 using Json = nlohmann::ordered_json;

@@ -6,7 +6,7 @@
 #include "topology/sample_host.h"
 
 namespace accel::topology {
-namespace {
+namespace host_test {
 
 using ::testing::HasSubstr;
 

@@ -15,7 +15,7 @@
 #include "topology/host_json.h"
 
 namespace accel::topology {
-namespace {
+namespace hwloc_source_test {
 
 using ::testing::HasSubstr;
 

@@ -11,7 +11,7 @@
 #include "topology/sources.h"
 
 namespace accel::topology {
-namespace {
+namespace isolated_test {
 
 using ::testing::HasSubstr;
 

@@ -15,7 +15,7 @@
 #include "topology/sample_host.h"
 
 namespace accel::topology {
-namespace {
+namespace sources_test {
 
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;

@@ -9,7 +9,7 @@
 #include "topology/sample_host.h"
 
 namespace accel::topology {
-namespace {
+namespace sysfs_hugepages_test {
 
 namespace fs = std::filesystem;
 

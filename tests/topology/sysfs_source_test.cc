@@ -21,7 +21,7 @@
 #include "topology/sources.h"
 
 namespace accel::topology {
-namespace {
+namespace sysfs_source_test {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
@@ -167,7 +167,7 @@ TEST_F(SysfsSource, EveryFixtureHostRoundTrips) {
     SCOPED_TRACE(file);
     HostTopology want = LoadTopology(file);
     std::string root = Dir(fs::path(file).stem().string());
-    testing::WriteFakeSysfs(want, root);
+    accel::testing::WriteFakeSysfs(want, root);
     HostTopology got = LoadSysfsHost(root);
     EXPECT_EQ(got.source, "sysfs:" + root);
     std::vector<std::string> diffs = Differences(want, got);
@@ -196,7 +196,7 @@ TEST_F(SysfsSource, HwlocExportsRoundTrip) {
     SCOPED_TRACE(e.path().string());
     HostTopology want = LoadHwlocXml(e.path().string());
     std::string root = Dir(e.path().stem().string());
-    testing::WriteFakeSysfs(want, root);
+    accel::testing::WriteFakeSysfs(want, root);
     HostTopology got = LoadSysfsHost(root);
     // hwloc marks the DGX-2's NVSwitches by subtype even where their config space reads as
     // zeros; sysfs has only the ids, so that one comes back as "other".
@@ -212,7 +212,7 @@ TEST_F(SysfsSource, HwlocExportsRoundTrip) {
 TEST_F(SysfsSource, LoadTopologyTakesADirectoryOrSysfsPrefix) {
   HostTopology want = LoadTopology(std::string(ACCEL_SOURCE_DIR) + "/fixtures/hosts/hgx-h100.json");
   std::string root = Dir("hgx");
-  testing::WriteFakeSysfs(want, root);
+  accel::testing::WriteFakeSysfs(want, root);
   HostTopology by_dir = LoadTopology(root);
   HostTopology by_prefix = LoadTopology("sysfs:" + root);
   EXPECT_TRUE(Differences(want, by_dir).empty());
@@ -223,7 +223,7 @@ TEST_F(SysfsSource, LoadTopologyTakesADirectoryOrSysfsPrefix) {
 TEST_F(SysfsSource, TopoCommandReadsADirectory) {
   HostTopology want = LoadTopology(std::string(ACCEL_SOURCE_DIR) + "/fixtures/hosts/gaudi2-8hpu.json");
   std::string root = Dir("gaudi");
-  testing::WriteFakeSysfs(want, root);
+  accel::testing::WriteFakeSysfs(want, root);
   cli::testing::RunResult r = cli::testing::RunAccel("topo --topology " + root);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr(want.hostname));
@@ -262,9 +262,9 @@ TEST_F(SysfsSource, EmptySysIsOneEmptyNode) {
 TEST_F(SysfsSource, NoNumaDirectoriesMeansOneNodeWithEveryOnlineCpu) {
   HostTopology want = LoadTopology(std::string(ACCEL_SOURCE_DIR) + "/fixtures/hosts/devbox.json");
   std::string root = Dir("devbox");
-  testing::WriteFakeSysfs(want, root);
+  accel::testing::WriteFakeSysfs(want, root);
   fs::remove_all(root + "/sys/devices/system/node");
-  testing::WriteFakeFile(root, "etc/hostname", "from-etc\n");
+  accel::testing::WriteFakeFile(root, "etc/hostname", "from-etc\n");
   fs::remove(root + "/proc/sys/kernel/hostname");
   HostTopology got = LoadSysfsHost(root);
   EXPECT_EQ(got.hostname, "from-etc");
@@ -302,11 +302,11 @@ TEST_F(SysfsSource, VirtualFunctionsLinkToTheirPhysicalFunction) {
   host.pci.insert(at + 1, vfs.begin(), vfs.end());
   ASSERT_EQ(CheckInvariants(host), "");
   std::string root = Dir("vfs");
-  testing::WriteFakeSysfs(host, root);
-  std::string pf_dir = testing::FakePciDir(host, root, pf_copy.address);
+  accel::testing::WriteFakeSysfs(host, root);
+  std::string pf_dir = accel::testing::FakePciDir(host, root, pf_copy.address);
   EXPECT_TRUE(fs::is_symlink(pf_dir + "/virtfn0"));
   EXPECT_EQ(fs::canonical(pf_dir + "/virtfn1"),
-            fs::canonical(testing::FakePciDir(host, root, vfs[1].address)));
+            fs::canonical(accel::testing::FakePciDir(host, root, vfs[1].address)));
   HostTopology got = LoadSysfsHost(root);
   std::vector<std::string> diffs = Differences(host, got);
   EXPECT_TRUE(diffs.empty()) << Join(diffs);
@@ -317,13 +317,13 @@ TEST_F(SysfsSource, VirtualFunctionsLinkToTheirPhysicalFunction) {
 TEST_F(SysfsSource, LinuxShapedTree) {
   HostTopology host = LoadTopology(std::string(ACCEL_SOURCE_DIR) + "/fixtures/hosts/hgx-h100.json");
   std::string root = Dir("shape");
-  testing::WriteFakeSysfs(host, root);
+  accel::testing::WriteFakeSysfs(host, root);
   // /sys/bus/pci/devices and /sys/class links resolve into the device tree.
   const PciDevice* nic = nullptr;
   for (const PciDevice& d : host.pci)
     if (!d.rdma_devices.empty() && nic == nullptr) nic = &d;
   ASSERT_NE(nic, nullptr);
-  std::string dir = testing::FakePciDir(host, root, nic->address);
+  std::string dir = accel::testing::FakePciDir(host, root, nic->address);
   EXPECT_EQ(fs::canonical(root + "/sys/bus/pci/devices/" + nic->address), fs::canonical(dir));
   EXPECT_EQ(fs::canonical(root + "/sys/class/infiniband/" + nic->rdma_devices[0] + "/device"),
             fs::canonical(dir));
@@ -339,10 +339,10 @@ TEST_F(SysfsSource, LinuxShapedTree) {
   // A VM guest's tells, on request.
   host = LoadTopology(std::string(ACCEL_SOURCE_DIR) + "/fixtures/hosts/devbox.json");
   std::string vm = Dir("vm");
-  testing::FakeSysfsOptions options;
+  accel::testing::FakeSysfsOptions options;
   options.vm_guest = true;
   options.cmdline = "ro isolcpus=managed_irq,domain,2-5,9 nohz_full=2-5";
-  testing::WriteFakeSysfs(host, vm, options);
+  accel::testing::WriteFakeSysfs(host, vm, options);
   std::ifstream cpuinfo(vm + "/proc/cpuinfo");
   std::string all((std::istreambuf_iterator<char>(cpuinfo)), std::istreambuf_iterator<char>());
   EXPECT_THAT(all, HasSubstr(" hypervisor "));
@@ -356,25 +356,25 @@ TEST_F(SysfsSource, OddButValidTrees) {
   fs::path pci = fs::path(root) / "sys/devices/pci0000:00";
   // A subtractive-decode bridge (class 0609) with a function below it is still a bridge; a VMD
   // domain below a function is a host bridge of its own.
-  testing::WriteFakeFile(root, "sys/devices/pci0000:00/0000:00:1e.0/class", "0x060901\n");
-  testing::WriteFakeFile(root, "sys/devices/pci0000:00/0000:00:1e.0/0000:01:00.0/class", "0x020000\n");
-  testing::WriteFakeFile(root, "sys/devices/pci0000:00/0000:00:0e.0/class", "0x010400\n");
-  testing::WriteFakeFile(
+  accel::testing::WriteFakeFile(root, "sys/devices/pci0000:00/0000:00:1e.0/class", "0x060901\n");
+  accel::testing::WriteFakeFile(root, "sys/devices/pci0000:00/0000:00:1e.0/0000:01:00.0/class", "0x020000\n");
+  accel::testing::WriteFakeFile(root, "sys/devices/pci0000:00/0000:00:0e.0/class", "0x010400\n");
+  accel::testing::WriteFakeFile(
       root, "sys/devices/pci0000:00/0000:00:0e.0/pci10000:e0/10000:e0:1d.0/class", "0x060400\n");
-  testing::WriteFakeFile(root,
+  accel::testing::WriteFakeFile(root,
                          "sys/devices/pci0000:00/0000:00:0e.0/pci10000:e0/10000:e0:1d.0/"
                          "10000:e1:00.0/class",
                          "0x010802\n");
-  testing::WriteFakeFile(root, "sys/devices/pci0000:00/0000:00:1e.0/0000:01:00.0/numa_node", "7\n");
-  testing::WriteFakeFile(root, "sys/devices/pci0000:00/0000:00:1e.0/0000:01:00.0/current_link_speed",
+  accel::testing::WriteFakeFile(root, "sys/devices/pci0000:00/0000:00:1e.0/0000:01:00.0/numa_node", "7\n");
+  accel::testing::WriteFakeFile(root, "sys/devices/pci0000:00/0000:00:1e.0/0000:01:00.0/current_link_speed",
                          "8 GT/s\n");
-  testing::WriteFakeFile(root, "sys/devices/pci0000:00/0000:00:1e.0/0000:01:00.0/current_link_width",
+  accel::testing::WriteFakeFile(root, "sys/devices/pci0000:00/0000:00:1e.0/0000:01:00.0/current_link_width",
                          "4\n");
   // virtio-net and virtio-blk keep their class devices under virtioN/.
-  testing::WriteFakeFile(root, "sys/devices/pci0000:00/0000:00:03.0/class", "0x020000\n");
-  testing::WriteFakeFile(root, "sys/devices/pci0000:00/0000:00:03.0/virtio0/net/eth0/type", "1\n");
-  testing::WriteFakeFile(root, "sys/devices/pci0000:00/0000:00:04.0/class", "0x010000\n");
-  testing::WriteFakeFile(root, "sys/devices/pci0000:00/0000:00:04.0/virtio1/block/vda/size", "1\n");
+  accel::testing::WriteFakeFile(root, "sys/devices/pci0000:00/0000:00:03.0/class", "0x020000\n");
+  accel::testing::WriteFakeFile(root, "sys/devices/pci0000:00/0000:00:03.0/virtio0/net/eth0/type", "1\n");
+  accel::testing::WriteFakeFile(root, "sys/devices/pci0000:00/0000:00:04.0/class", "0x010000\n");
+  accel::testing::WriteFakeFile(root, "sys/devices/pci0000:00/0000:00:04.0/virtio1/block/vda/size", "1\n");
   HostTopology host = LoadSysfsHost(root);
   EXPECT_EQ(host.FindPci("0000:00:03.0")->netdevs, std::vector<std::string>{"eth0"});
   EXPECT_EQ(host.FindPci("0000:00:04.0")->os_devices, std::vector<std::string>{"vda"});
@@ -395,7 +395,7 @@ TEST_F(SysfsSource, OddButValidTrees) {
 TEST_F(SysfsSource, DamagedTreesNeverCrash) {
   HostTopology host = LoadTopology(std::string(ACCEL_SOURCE_DIR) + "/fixtures/hosts/devbox.json");
   std::string pristine = Dir("pristine");
-  testing::WriteFakeSysfs(host, pristine);
+  accel::testing::WriteFakeSysfs(host, pristine);
   std::vector<fs::path> files;
   for (const auto& e : fs::recursive_directory_iterator(pristine))
     if (e.is_regular_file() && !e.is_symlink()) files.push_back(fs::relative(e.path(), pristine));

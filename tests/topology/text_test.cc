@@ -10,7 +10,7 @@
 #include "topology/sample_host.h"
 
 namespace accel::topology {
-namespace {
+namespace text_test {
 
 using ::testing::HasSubstr;
 using ::testing::Not;

@@ -15,7 +15,7 @@
 #include "tuning/flavor_set.h"
 
 namespace accel::tuning {
-namespace {
+namespace tune_plan_test {
 
 using ::testing::HasSubstr;
 using placement::Flavor;
