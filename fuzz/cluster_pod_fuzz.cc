@@ -1,5 +1,5 @@
 // libFuzzer target: arbitrary bytes as a Kubernetes Pod (YAML or JSON), read by
-// cluster::ParsePodText, then judged by cluster::NodeAdmission on a fixed small guest (2 cells of 4
+// kubelet::ParsePodText, then judged by kubelet::NodeAdmission on a fixed small guest (2 cells of 4
 // SMT-2 cores, one GPU per cell and one without a NUMA node, 1G hugepage pools, the kubelet
 // configuration accel derives for it).
 //
@@ -15,8 +15,10 @@
 #include <string>
 #include <string_view>
 
-#include "cluster/kubelet_config.h"
-#include "cluster/pod_admission.h"
+#include "kubelet/derive.h"
+#include "kubelet/check.h"
+#include "kubelet/admission.h"
+#include "cluster/group_node.h"
 #include "common/error.h"
 
 namespace {

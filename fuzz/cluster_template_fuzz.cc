@@ -20,7 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cluster/kubelet_overrides.h"
+#include "kubelet/overrides.h"
 #include "cluster/template.h"
 #include "common/error.h"
 #include "common/structured_file.h"

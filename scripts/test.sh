@@ -15,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
 LAYERS=(common topology placement fleet devices sharing kube kubeapi dra telemetry agent cli fabric
-  tuning doctor cluster)
+  tuning doctor kubelet cluster)
 
 phases=()
 phase_start=0

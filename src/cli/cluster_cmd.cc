@@ -34,7 +34,7 @@ void PrintTable(const cluster::ClusterPlan& plan, const cluster::StackPart& stac
   std::cout << "cluster " << plan.cluster << ": " << plan.groups.size() << " node group"
             << (plan.groups.size() == 1 ? "" : "s") << "\n";
   for (const cluster::GroupPlan& g : plan.groups) {
-    const cluster::GuestLayout& l = g.layout;
+    const kubelet::GuestLayout& l = g.layout;
     std::cout << "\n" << g.group << " (flavor " << g.flavor << ", planned on " << g.hypervisor << ")\n";
     if (!g.fleet_hosts.empty()) {
       std::cout << "  VMs: ";
@@ -43,19 +43,19 @@ void PrintTable(const cluster::ClusterPlan& plan, const cluster::StackPart& stac
       std::cout << "\n";
     }
     std::cout << "  guest: " << l.vcpus << " vCPUs (" << l.threads_per_core << " thread"
-              << (l.threads_per_core == 1 ? "" : "s") << " per core), " << cluster::MiQuantity(l.memory_mib) << ", "
+              << (l.threads_per_core == 1 ? "" : "s") << " per core), " << kubelet::MiQuantity(l.memory_mib) << ", "
               << (l.cells.empty() ? std::string("no NUMA topology") : std::to_string(l.cells.size()) + " NUMA cell(s)")
               << "\n";
-    for (const cluster::GuestCellLayout& c : l.cells) {
-      std::cout << "    cell " << c.cell << ": vCPUs " << c.vcpus.ToString() << ", " << cluster::MiQuantity(c.memory_mib)
+    for (const kubelet::GuestCellLayout& c : l.cells) {
+      std::cout << "    cell " << c.cell << ": vCPUs " << c.vcpus.ToString() << ", " << kubelet::MiQuantity(c.memory_mib)
                 << (c.host_page_kib >= 1048576 ? " in 1G host pages" : c.host_page_kib >= 2048 ? " in 2M host pages" : "")
                 << ", host node " << c.host_node;
       int devices = 0;
-      for (const cluster::GuestDevice& d : l.devices) devices += d.guest_cell == c.cell ? 1 : 0;
+      for (const kubelet::GuestDevice& d : l.devices) devices += d.guest_cell == c.cell ? 1 : 0;
       if (devices) std::cout << ", " << devices << " device" << (devices == 1 ? "" : "s");
       std::cout << "\n";
     }
-    for (const cluster::GuestHugepagePool& p : g.hugepages)
+    for (const kubelet::GuestHugepagePool& p : g.hugepages)
       std::cout << "    guest hugepages: cell " << p.cell << ": " << p.pages << " x "
                 << (p.page_kib >= 1048576 ? "1Gi" : "2Mi") << "\n";
     auto labels = stack.node_labels.find(g.group);
@@ -65,9 +65,9 @@ void PrintTable(const cluster::ClusterPlan& plan, const cluster::StackPart& stac
       std::cout << "\n";
     }
     std::cout << "  kubelet:\n";
-    for (const cluster::KubeletChoice& c : g.kubelet.choices)
+    for (const kubelet::KubeletChoice& c : g.kubelet.choices)
       std::cout << "    " << c.field << ": " << c.value << "\n      why: " << c.reason << "\n";
-    for (const cluster::KubeletFinding& f : g.findings)
+    for (const kubelet::KubeletFinding& f : g.findings)
       std::cout << "  PROBLEM " << f.field << ": " << f.problem << "\n    fix: " << f.fix << "\n";
   }
 }

@@ -6,7 +6,8 @@
 
 #include "cli/commands.h"
 #include "cluster/plan.h"
-#include "cluster/pod_admission.h"
+#include "kubelet/admission.h"
+#include "cluster/group_node.h"
 #include "cluster/template.h"
 #include "common/error.h"
 
@@ -24,7 +25,7 @@ struct PodsOptions {
 std::string Hugepages(const std::map<uint64_t, uint64_t>& pages) {
   std::string s;
   for (const auto& [kib, mib] : pages)
-    s += ", " + cluster::MiQuantity(mib) + " hugepages-" + (kib >= 1048576 ? "1Gi" : kib == 2048 ? "2Mi" : std::to_string(kib) + "Ki");
+    s += ", " + kubelet::MiQuantity(mib) + " hugepages-" + (kib >= 1048576 ? "1Gi" : kib == 2048 ? "2Mi" : std::to_string(kib) + "Ki");
   return s;
 }
 
@@ -34,14 +35,14 @@ std::string Devices(const std::map<std::string, int>& devices) {
   return s;
 }
 
-void PrintTable(const cluster::PodFit& f, const cluster::KubeletNode& node) {
-  std::cout << "pod " << (f.pod.empty() ? "(unnamed)" : f.pod) << " (" << cluster::QosClassName(f.qos) << ") on node group "
+void PrintTable(const kubelet::PodFit& f, const kubelet::KubeletNode& node) {
+  std::cout << "pod " << (f.pod.empty() ? "(unnamed)" : f.pod) << " (" << kubelet::QosClassName(f.qos) << ") on node group "
             << node.group << " (flavor " << node.layout.flavor << ")\n";
   std::cout << "  kubelet: " << node.PolicySummary() << ", reservedSystemCPUs "
             << (node.reserved_cpus.Empty() ? "-" : node.reserved_cpus.ToString()) << ", maxPods " << node.max_pods << "\n";
   std::cout << "  node: " << node.layout.vcpus << " vCPUs in " << node.cell_count() << " guest cell"
             << (node.cell_count() == 1 ? "" : "s");
-  for (const cluster::NodeResource& r : node.resources) {
+  for (const kubelet::NodeResource& r : node.resources) {
     std::cout << ", " << r.total() << " " << r.name << " (";
     std::string where;
     for (size_t c = 0; c < r.per_cell.size(); ++c)
@@ -50,11 +51,11 @@ void PrintTable(const cluster::PodFit& f, const cluster::KubeletNode& node) {
     std::cout << where << ")";
   }
   std::cout << "\n";
-  for (const cluster::AdmissionDemand& d : f.first.demands) {
+  for (const kubelet::AdmissionDemand& d : f.first.demands) {
     std::cout << "  asks" << (d.container.empty() ? "" : " (container " + d.container + ")") << ": ";
     std::string what;
     if (d.exclusive_cpus > 0) what += ", " + std::to_string(d.exclusive_cpus) + " exclusive CPUs";
-    if (d.aligned_memory) what += ", " + cluster::MiQuantity(d.memory_mib) + " memory from the Memory Manager" + Hugepages(d.hugepages_mib);
+    if (d.aligned_memory) what += ", " + kubelet::MiQuantity(d.memory_mib) + " memory from the Memory Manager" + Hugepages(d.hugepages_mib);
     what += Devices(d.devices);
     std::cout << (what.empty() ? "nothing the kubelet aligns (shared CPUs, node-wide memory)" : what.substr(2)) << "\n";
   }
@@ -62,16 +63,16 @@ void PrintTable(const cluster::PodFit& f, const cluster::KubeletNode& node) {
     std::cout << "  ADMITTED";
     if (f.first.cells.empty()) std::cout << " (nothing to align: shared pool and node-wide memory)";
     std::cout << "\n";
-    for (const cluster::CellShare& s : f.first.cells) {
+    for (const kubelet::CellShare& s : f.first.cells) {
       std::string what;
       if (!s.cpus.Empty()) what += ", vCPUs " + s.cpus.ToString();
-      if (s.memory_mib > 0) what += ", " + cluster::MiQuantity(s.memory_mib) + " memory";
+      if (s.memory_mib > 0) what += ", " + kubelet::MiQuantity(s.memory_mib) + " memory";
       what += Hugepages(s.hugepages_mib) + Devices(s.devices);
       std::cout << "    guest cell " << s.cell << ": " << (what.empty() ? "-" : what.substr(2)) << "\n";
     }
     std::cout << "  per node: " << f.per_node << " such pod" << (f.per_node == 1 ? "" : "s");
     if (!f.stopped_reason.empty()) std::cout << "; the next: " << f.stopped_reason << ": " << f.stopped_message;
-    else std::cout << " (counting stops at " << cluster::kMaxPodsCounted << ")";
+    else std::cout << " (counting stops at " << kubelet::kMaxPodsCounted << ")";
     std::cout << "\n";
   } else {
     std::cout << "  REJECTED: " << f.first.reason << "\n    " << f.first.message << "\n";
@@ -94,16 +95,16 @@ int Pods(const PodsOptions& o) {
   cluster::ClusterTemplate one = t;
   one.groups = {*group};
   const cluster::ClusterPlan plan = cluster::PlanCluster(one);
-  const cluster::KubeletNode node = cluster::KubeletNodeOf(t, *group, plan.groups.front());
-  cluster::PodResources pod;
+  const kubelet::KubeletNode node = cluster::KubeletNodeOf(t, *group, plan.groups.front());
+  kubelet::PodResources pod;
   if (o.pod_file == "-") {
     const std::string text(std::istreambuf_iterator<char>(std::cin), {});
-    pod = cluster::ParsePodText(text, "<stdin>");
+    pod = kubelet::ParsePodText(text, "<stdin>");
   } else {
-    pod = cluster::LoadPod(o.pod_file);
+    pod = kubelet::LoadPod(o.pod_file);
   }
-  const cluster::PodFit fit = cluster::FitPod(node, pod);
-  if (o.output == "json") std::cout << cluster::PodFitJson(fit, node).dump(2) << "\n";
+  const kubelet::PodFit fit = kubelet::FitPod(node, pod);
+  if (o.output == "json") std::cout << kubelet::PodFitJson(fit, node).dump(2) << "\n";
   else PrintTable(fit, node);
   return fit.first.admitted ? kExitOk : kExitNoFit;
 }

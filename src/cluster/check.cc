@@ -9,7 +9,8 @@
 #include "common/quantity.h"
 #include "common/strings.h"
 #include "common/structured_file.h"
-#include "cluster/kubelet_config.h"
+#include "kubelet/derive.h"
+#include "kubelet/check.h"
 #include "fleet/capacity.h"
 #include "fleet/host_policy_file.h"
 #include "fleet/scheduler.h"
@@ -157,9 +158,7 @@ CheckFinding Warning(std::string kind, std::string group, std::string key, std::
           std::move(fix)};
 }
 
-std::string Plural(size_t n, const std::string& word) { return std::to_string(n) + " " + word + (n == 1 ? "" : "s"); }
-
-std::string DeviceWord(const GuestDevice& d) {
+std::string DeviceWord(const kubelet::GuestDevice& d) {
   return d.role == topology::PciRole::kHpu ? "HPU" : d.role == topology::PciRole::kGpu ? "GPU" : "device";
 }
 
@@ -256,139 +255,6 @@ size_t CheckReport::error_count() const {
 size_t CheckReport::warning_count() const { return findings.size() - error_count(); }
 
 // --- Kubelet options -----------------------------------------------------------------------
-
-std::vector<CheckFinding> CheckKubeletOptions(const json& c, const GuestLayout& g) {
-  std::vector<CheckFinding> out;
-  auto error = [&](const std::string& key, const std::string& problem, const std::string& fix) {
-    out.push_back(Error("kubelet-options", "", key, problem, fix));
-  };
-  auto str = [&](const char* key) { return c.contains(key) && c[key].is_string() ? c[key].get<std::string>() : ""; };
-  const std::string cpu_policy = str("cpuManagerPolicy").empty() ? "none" : str("cpuManagerPolicy");
-  const json cpu_options = c.contains("cpuManagerPolicyOptions") ? c["cpuManagerPolicyOptions"] : json::object();
-  auto on = [&](const char* name) {
-    return cpu_options.is_object() && cpu_options.contains(name) && cpu_options[name].is_string() &&
-           cpu_options[name] == "true";
-  };
-
-  // CPU Manager options that exclude each other (kubelet cpumanager/policy_options.go,
-  // NewStaticPolicyOptions and ValidateStaticPolicyOptions; k8s-device-plugin.md §4.3).
-  if (cpu_policy == "static") {
-    if (on("distribute-cpus-across-cores") && on("full-pcpus-only"))
-      error("cpuManagerPolicyOptions.distribute-cpus-across-cores",
-            "cannot be used with full-pcpus-only: the kubelet refuses the pair (\"static policy options ... can not be "
-            "used at the same time\") and does not start",
-            "keep full-pcpus-only (whole cores for a guest that sees SMT siblings) and drop "
-            "distribute-cpus-across-cores");
-    if (on("distribute-cpus-across-cores") && on("distribute-cpus-across-numa"))
-      error("cpuManagerPolicyOptions.distribute-cpus-across-cores",
-            "cannot be used with distribute-cpus-across-numa: the kubelet refuses the pair and does not start",
-            "keep one of the two distribute options");
-    if (on("prefer-align-cpus-by-uncorecache") && (on("distribute-cpus-across-numa") || on("distribute-cpus-across-cores")))
-      error("cpuManagerPolicyOptions.prefer-align-cpus-by-uncorecache",
-            std::string("cannot be used with ") +
-                (on("distribute-cpus-across-numa") ? "distribute-cpus-across-numa" : "distribute-cpus-across-cores") +
-                ": the kubelet refuses the pair and does not start",
-            "drop one of them");
-    const size_t numa_nodes = g.cells_or_one().size();
-    if (on("align-by-socket") && static_cast<size_t>(g.sockets) > numa_nodes)
-      error("cpuManagerPolicyOptions.align-by-socket",
-            "the guest has " + Plural(static_cast<size_t>(g.sockets), "socket") + " on " +
-                Plural(numa_nodes, "NUMA node") +
-                ": the kubelet refuses align-by-socket where sockets outnumber NUMA nodes and does not start",
-            "drop align-by-socket, or give the flavor one socket per guest cell (hw:cpu_sockets)");
-  }
-
-  // Topology Manager options (topologymanager/policy_options.go: unknown options are refused).
-  if (c.contains("topologyManagerPolicyOptions") && c["topologyManagerPolicyOptions"].is_object()) {
-    const json& topo = c["topologyManagerPolicyOptions"];
-    for (auto it = topo.begin(); it != topo.end(); ++it) {
-      const std::string key = "topologyManagerPolicyOptions." + it.key();
-      const std::string value = it.value().is_string() ? it.value().get<std::string>() : "";
-      if (it.key() == "prefer-closest-numa-nodes") {
-        if (value != "true" && value != "false")
-          error(key, "must be \"true\" or \"false\" (a string): the kubelet does not start", "write \"true\"");
-      } else if (it.key() == "max-allowable-numa-nodes") {
-        const bool number = !value.empty() && std::all_of(value.begin(), value.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
-        if (!number) error(key, "must be a number as a string: the kubelet does not start", "e.g. \"16\"");
-      } else {
-        error(key, "is not a Topology Manager option: the kubelet does not start",
-              "known: prefer-closest-numa-nodes, max-allowable-numa-nodes");
-      }
-    }
-  }
-
-  // kubelet validation.go (ValidateKubeletConfiguration).
-  const std::string reserved_cpus = str("reservedSystemCPUs");
-  if (!reserved_cpus.empty() && (!str("systemReservedCgroup").empty() || !str("kubeReservedCgroup").empty()))
-    error("reservedSystemCPUs",
-          "cannot be used with systemReservedCgroup or kubeReservedCgroup: the kubelet refuses to start "
-          "(\"can't use reservedSystemCPUs (--reserved-cpus) with systemReservedCgroup ... or kubeReservedCgroup\")",
-          "set systemReservedCgroup: \"\" and kubeReservedCgroup: \"\" in the kubelet override, or drop "
-          "reservedSystemCPUs");
-  if (c.contains("enforceNodeAllocatable") && c["enforceNodeAllocatable"].is_array()) {
-    const json& enforce = c["enforceNodeAllocatable"];
-    for (const json& v : enforce) {
-      const std::string e = v.is_string() ? v.get<std::string>() : v.dump();
-      if (e == "pods") continue;
-      if (e == "system-reserved") {
-        if (str("systemReservedCgroup").empty())
-          error("enforceNodeAllocatable", "lists system-reserved without systemReservedCgroup: the kubelet does not start",
-                "set systemReservedCgroup (e.g. /system.slice), or enforce pods only");
-      } else if (e == "kube-reserved") {
-        if (str("kubeReservedCgroup").empty())
-          error("enforceNodeAllocatable", "lists kube-reserved without kubeReservedCgroup: the kubelet does not start",
-                "set kubeReservedCgroup (e.g. /kube.slice), or enforce pods only");
-      } else if (e == "none") {
-        if (enforce.size() > 1)
-          error("enforceNodeAllocatable", "lists none beside other enforcements: the kubelet does not start",
-                "write [none] alone, or drop none");
-      } else {
-        error("enforceNodeAllocatable", "'" + e + "' is not an enforcement: the kubelet does not start",
-              "use pods, system-reserved, kube-reserved or none");
-      }
-    }
-  }
-  auto duration = [&](const char* key) -> std::optional<int64_t> {
-    std::string err;
-    return str(key).empty() ? std::nullopt : ParseGoDuration(str(key), &err);
-  };
-  const std::optional<int64_t> grace = duration("shutdownGracePeriod");
-  const std::optional<int64_t> critical = duration("shutdownGracePeriodCriticalPods");
-  if (critical && *critical > grace.value_or(0))
-    error("shutdownGracePeriodCriticalPods",
-          "is longer than shutdownGracePeriod (" + (grace ? str("shutdownGracePeriod") : std::string("0s")) +
-              "): the kubelet does not start",
-          "make shutdownGracePeriodCriticalPods at most shutdownGracePeriod (it is a part of it)");
-  if (c.contains("shutdownGracePeriodByPodPriority") && c["shutdownGracePeriodByPodPriority"].is_array() &&
-      !c["shutdownGracePeriodByPodPriority"].empty() && ((grace && *grace > 0) || (critical && *critical > 0)))
-    error("shutdownGracePeriodByPodPriority",
-          "cannot be used with shutdownGracePeriod or shutdownGracePeriodCriticalPods: the kubelet does not start",
-          "keep one way of giving the shutdown grace periods");
-
-  // Not refused, but ignored: the None Memory Manager does not read reservedMemory.
-  const std::string memory_policy = str("memoryManagerPolicy").empty() ? "None" : str("memoryManagerPolicy");
-  if (memory_policy != "Static" && c.contains("reservedMemory") && c["reservedMemory"].is_array() &&
-      !c["reservedMemory"].empty())
-    out.push_back(Warning("kubelet-options", "", "reservedMemory",
-                          "is set but memoryManagerPolicy is " + memory_policy +
-                              ": the kubelet ignores it, and Guaranteed pods get memory and hugepages from any NUMA node",
-                          "set memoryManagerPolicy: Static (reservedMemory must then sum exactly to kubeReserved + "
-                          "systemReserved + evictionHard memory.available), or drop reservedMemory"));
-
-  // Not refused, but not what it says: with reservedSystemCPUs the kubelet reserves exactly those
-  // CPUs and drops the cpu of kubeReserved/systemReserved (cmd/kubelet/app/server.go: "Option
-  // --reserved-cpus is specified, it will overwrite the cpu setting in KubeReserved and
-  // SystemReserved").
-  if (!reserved_cpus.empty())
-    for (const char* key : {"kubeReserved", "systemReserved"})
-      if (c.contains(key) && c[key].is_object() && c[key].contains("cpu"))
-        out.push_back(Warning("kubelet-options", "", std::string(key) + ".cpu",
-                              std::string(key) + ".cpu " + LabelValue(c[key]["cpu"]) +
-                                  " is ignored: with reservedSystemCPUs (" + reserved_cpus +
-                                  ") the kubelet reserves exactly those CPUs",
-                              "drop " + std::string(key) + ".cpu, or reserve more whole cores in reservedSystemCPUs"));
-  return out;
-}
 
 // --- Selectors -----------------------------------------------------------------------------
 
@@ -542,13 +408,13 @@ std::vector<CheckFinding> CheckSelectorOverlap(const std::vector<ordered_json>& 
 
 // --- Node labels ---------------------------------------------------------------------------
 
-NodeLabels PredictedNodeLabels(const NodeGroup& group, const GuestLayout& layout, const NodeLabels& part_labels) {
+NodeLabels PredictedNodeLabels(const NodeGroup& group, const kubelet::GuestLayout& layout, const NodeLabels& part_labels) {
   NodeLabels labels;
   // What node feature discovery and the operators set from the devices the guest sees: NFD's
   // pci-<vendor>.present labels (the GPU Operator's and the Network Operator's NFD configurations
   // label by vendor), the GPU Operator's nvidia.com/gpu.present on NVIDIA GPU nodes, the AMD GPU
   // Operator's NodeFeatureRule label (platform.md §3.1-3.4).
-  for (const GuestDevice& d : layout.devices) {
+  for (const kubelet::GuestDevice& d : layout.devices) {
     if (d.vendor_id == topology::kVendorNvidia && d.role == topology::PciRole::kGpu) {
       labels["feature.node.kubernetes.io/pci-10de.present"] = "true";
       labels["nvidia.com/gpu.present"] = "true";
@@ -779,9 +645,9 @@ class Checker {
       s.plan = PlanGroup(t_, g, *host, *placed);
       s.plan->hypervisor = host_name;
       gc.planned_on = host_name;
-      const GuestLayout& layout = s.plan->layout;
+      const kubelet::GuestLayout& layout = s.plan->layout;
       std::set<std::string> models;
-      for (const GuestDevice& d : layout.devices)
+      for (const kubelet::GuestDevice& d : layout.devices)
         if (d.vendor_id == topology::kVendorNvidia && d.role == topology::PciRole::kGpu) {
           const sharing::GpuModel* m = sharing::FindGpuModelByPciId((uint32_t{d.device_id} << 16) | topology::kVendorNvidia);
           models.insert(m ? m->name : "10de:" + Hex4(d.device_id));
@@ -821,13 +687,12 @@ class Checker {
   void CheckKubelet(const GroupState& s) {
     const NodeGroup& g = *s.group;
     const GroupPlan& p = *s.plan;
-    for (const KubeletFinding& f : p.findings)
+    for (const kubelet::KubeletFinding& f : p.findings)
       Add(Error("kubelet", g.name, KubeletKey(t_, s.index, f.field), f.problem, f.fix));
-    for (CheckFinding f : CheckKubeletOptions(json(p.kubelet.config), p.layout)) {
-      f.group = g.name;
-      f.key = KubeletKey(t_, s.index, f.key);
-      Add(std::move(f));
-    }
+    const kubelet::KubeletSettings settings = kubelet::ReadKubeletSettings(json(p.kubelet.config));
+    for (const kubelet::KubeletFinding& f : kubelet::CheckKubeletOptions(settings, p.layout))
+      Add(CheckFinding{f.severity == kubelet::Severity::kWarning ? CheckSeverity::kWarning : CheckSeverity::kError,
+                       "kubelet-options", g.name, KubeletKey(t_, s.index, f.field), f.problem, f.fix});
   }
 
   // single-numa-node admits a pod only when all it asks for comes from one guest NUMA node
@@ -838,12 +703,12 @@ class Checker {
     const GroupPlan& p = *s.plan;
     const json c(p.kubelet.config);
     if (!c.contains("topologyManagerPolicy") || c["topologyManagerPolicy"] != "single-numa-node") return;
-    const std::vector<GuestCellLayout> cells = p.layout.cells_or_one();
+    const std::vector<kubelet::GuestCellLayout> cells = p.layout.cells_or_one();
     if (cells.size() < 2) return;
     std::map<int, int> per_cell;
     int total = 0;
     std::string word = "accelerator";
-    for (const GuestDevice& d : p.layout.devices)
+    for (const kubelet::GuestDevice& d : p.layout.devices)
       if (d.role == topology::PciRole::kGpu || d.role == topology::PciRole::kHpu) {
         ++total;
         if (d.guest_cell >= 0) ++per_cell[d.guest_cell];
@@ -853,9 +718,9 @@ class Checker {
     for (const auto& [cell, n] : per_cell) most = std::max(most, n);
     if (total == 0 || most >= total) return;
     Add(Warning("topology", g.name, KubeletKey(t_, s.index, "topologyManagerPolicy"),
-                "single-numa-node rejects a pod asking for more than " + Plural(static_cast<size_t>(most), word) +
+                "single-numa-node rejects a pod asking for more than " + CountOf(static_cast<size_t>(most), word) +
                     " (the most one guest cell holds; a node has " + std::to_string(total) + " on " +
-                    Plural(cells.size(), "cell") + "), or more CPUs or memory than one cell holds: a whole-node pod (" +
+                    CountOf(cells.size(), "cell") + "), or more CPUs or memory than one cell holds: a whole-node pod (" +
                     std::to_string(total) + " " + word + "s) ends in TopologyAffinityError",
                 "keep pods within one guest cell; for whole-node pods set kubelet topologyManagerPolicy: restricted "
                 "(with topologyManagerPolicyOptions prefer-closest-numa-nodes), or use a flavor with one guest cell"));
@@ -867,7 +732,7 @@ class Checker {
     const std::string key = GroupKey(s.index) + ".sharing.mig";
     const std::string& name = g.sharing.mig;
     std::set<uint16_t> device_ids;
-    for (const GuestDevice& d : s.plan->layout.devices)
+    for (const kubelet::GuestDevice& d : s.plan->layout.devices)
       if (d.vendor_id == topology::kVendorNvidia && d.role == topology::PciRole::kGpu) device_ids.insert(d.device_id);
     if (device_ids.empty()) return;  // the template reader refuses an NVIDIA group without NVIDIA GPUs
     std::set<std::string> profiles;
@@ -966,7 +831,7 @@ class Checker {
     const NodeGroup& g = *s.group;
     if (g.network.rdma == RdmaMode::kNone) return;
     const bool any = std::any_of(s.plan->layout.devices.begin(), s.plan->layout.devices.end(),
-                                 [](const GuestDevice& d) { return d.rdma; });
+                                 [](const kubelet::GuestDevice& d) { return d.rdma; });
     if (any) return;
     Add(Warning("network", g.name, GroupKey(s.index) + ".network.rdma",
                 "rdma is " + std::string(RdmaModeName(g.network.rdma)) + " but flavor " + g.flavor_name +
@@ -1162,12 +1027,12 @@ class Checker {
         // The "fit" finding of planning says so when the group had no hypervisor of its own.
         if (g.hypervisor)
           Add(Error("fleet", g.name, key,
-                    "flavor " + g.flavor_name + " fits no host of " + fleet_name + " (" + Plural(view.hosts().size(), "host") +
+                    "flavor " + g.flavor_name + " fits no host of " + fleet_name + " (" + CountOf(view.hosts().size(), "host") +
                         "), even empty" + (empty.why_not.empty() ? std::string() : ": " + empty.why_not),
                     "choose a flavor the fleet's hardware can hold, or add hosts that can"));
       } else if (fit.capacity == 0) {
         Add(Error("fleet", g.name, key,
-                  "flavor " + g.flavor_name + " fits the hardware of " + Plural(static_cast<size_t>(empty.hosts), "host") +
+                  "flavor " + g.flavor_name + " fits the hardware of " + CountOf(static_cast<size_t>(empty.hosts), "host") +
                       " of " + fleet_name + ", but none has room now" +
                       (alone.why_not.empty() ? std::string() : ": " + CausesText(alone.why_not)),
                   "release claims or add hosts (accel fleet capacity shows what is left)"));

@@ -8,7 +8,7 @@
 //             cell, ...) on the derived-and-overridden KubeletConfiguration (GroupPlan::findings);
 //   kubelet-options
 //             options the kubelet refuses together that CheckKubeletConfig does not cover
-//             (CheckKubeletOptions below);
+//             (kubelet::CheckKubeletOptions);
 //   topology  single-numa-node on a guest whose accelerators span several cells: a pod asking for
 //             more than one cell holds is rejected (TopologyAffinityError) — a warning;
 //   mig       sharing.mig: the named mig-parted config, as NVIDIA's default-mig-parted-config
@@ -44,7 +44,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cluster/guest_layout.h"
+#include "kubelet/guest_layout.h"
 #include "cluster/plan.h"
 #include "cluster/stack_part.h"
 #include "cluster/template.h"
@@ -148,22 +148,6 @@ struct CheckInputs {
 /// (as `accel cluster plan` does); every other problem is a finding.
 CheckReport CheckCluster(const ClusterTemplate& t, const CheckInputs& inputs);
 
-/// Kubelet options that exclude each other and are not covered by CheckKubeletConfig, on
-/// `config` (a KubeletConfiguration as JSON) for a node of `layout`:
-///   - cpuManagerPolicyOptions distribute-cpus-across-cores with full-pcpus-only or with
-///     distribute-cpus-across-numa; prefer-align-cpus-by-uncorecache with either distribute option;
-///     align-by-socket on a guest with more sockets than NUMA nodes (kubelet policy_options.go);
-///   - topologyManagerPolicyOptions other than prefer-closest-numa-nodes and
-///     max-allowable-numa-nodes, or values that are not a boolean / a number;
-///   - reservedSystemCPUs with systemReservedCgroup or kubeReservedCgroup; enforceNodeAllocatable
-///     system-reserved / kube-reserved without their cgroup, "none" with others, unknown values;
-///     shutdownGracePeriodCriticalPods above shutdownGracePeriod; shutdownGracePeriodByPodPriority
-///     with shutdownGracePeriod (kubelet validation.go);
-///   - a warning when reservedSystemCPUs makes kubeReserved.cpu / systemReserved.cpu void, and when
-///     reservedMemory is set under a Memory Manager policy other than Static (ignored).
-/// Findings have kind "kubelet-options", an empty group and `key` = the kubelet field.
-std::vector<CheckFinding> CheckKubeletOptions(const nlohmann::json& config, const GuestLayout& layout);
-
 /// Operator objects of one kind selecting the same nodes. `objects` are Kubernetes objects
 /// (others are ignored); `group_labels` holds each group's full node labels (PredictedNodeLabels).
 /// Selection, per kind (platform.md §3):
@@ -194,7 +178,7 @@ std::optional<bool> ObjectSelects(const nlohmann::ordered_json& object, const No
 ///   Gaudi       feature.node.kubernetes.io/pci-1da3.present=true
 ///   Mellanox    feature.node.kubernetes.io/pci-15b3.present=true
 /// A label the template or a generator sets wins over a predicted one.
-NodeLabels PredictedNodeLabels(const NodeGroup& group, const GuestLayout& layout, const NodeLabels& part_labels);
+NodeLabels PredictedNodeLabels(const NodeGroup& group, const kubelet::GuestLayout& layout, const NodeLabels& part_labels);
 
 /// Kubernetes objects from `text`: one or more YAML documents separated by `---` lines, a JSON
 /// document, or a `kind: List` / `kind: ...List` with `items`; empty documents are skipped.

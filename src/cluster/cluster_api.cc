@@ -69,15 +69,15 @@ std::string DeviceResource(Vendor vendor) {
   return "";
 }
 
-int AcceleratorCount(const GuestLayout& layout) {
+int AcceleratorCount(const kubelet::GuestLayout& layout) {
   int n = 0;
-  for (const GuestDevice& d : layout.devices)
+  for (const kubelet::GuestDevice& d : layout.devices)
     if (d.role == topology::PciRole::kGpu || d.role == topology::PciRole::kHpu) ++n;
   return n;
 }
 
-bool HasRdmaNic(const GuestLayout& layout) {
-  for (const GuestDevice& d : layout.devices)
+bool HasRdmaNic(const kubelet::GuestLayout& layout) {
+  for (const kubelet::GuestDevice& d : layout.devices)
     if (d.rdma || d.role == topology::PciRole::kNic) return true;
   return false;
 }
@@ -253,7 +253,7 @@ void CapacityAnnotations(const GroupInput& in, ordered_json* annotations) {
   const NodeGroup& g = *in.group;
   auto put = [&](const std::string& key, const std::string& value) { (*annotations)[kCapacityPrefix + key] = value; };
   put("cpu", std::to_string(g.flavor.vcpus));
-  put("memory", MiQuantity(g.flavor.ram_mib));
+  put("memory", kubelet::MiQuantity(g.flavor.ram_mib));
   const ordered_json& config = in.plan->kubelet.config;
   if (config.contains("maxPods") && config["maxPods"].is_number_integer()) put("maxPods", config["maxPods"].dump());
   // Whole devices only: with MIG or replicas the resources and counts depend on the device

@@ -85,7 +85,7 @@ FleetPlanResult PlanClusterOnFleet(const ClusterTemplate& t, fleet::FleetStore& 
           first = std::move(gp);
         } else if (!SameKubelet(first, gp)) {
           first.findings.push_back(
-              {"(group)",
+              {kubelet::Severity::kError, "(group)",
                "its VMs land on hardware of different shapes: the guest on " + e.record.name +
                    " needs another kubelet configuration than the one on " + first.hypervisor,
                "keep the group on one hardware (give its hosts a label and the group its own flavor with an "

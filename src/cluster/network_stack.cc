@@ -72,9 +72,9 @@ Json ObjectLabels(const ClusterTemplate& t, const std::string& group) {
 
 // The vendor and device ids of `nics`, each once, sorted: the guest sees each passed function
 // with its host ids (a VF keeps its VF device id).
-void Ids(const std::vector<const GuestDevice*>& nics, Json* vendors, Json* devices) {
+void Ids(const std::vector<const kubelet::GuestDevice*>& nics, Json* vendors, Json* devices) {
   std::set<std::string> v, d;
-  for (const GuestDevice* n : nics) {
+  for (const kubelet::GuestDevice* n : nics) {
     v.insert(Hex4(n->vendor_id));
     d.insert(Hex4(n->device_id));
   }
@@ -84,15 +84,15 @@ void Ids(const std::vector<const GuestDevice*>& nics, Json* vendors, Json* devic
 
 std::string Dump(const Json& doc) { return doc.dump(2) + "\n"; }
 
-bool AllMellanox(const std::vector<const GuestDevice*>& nics) {
-  for (const GuestDevice* n : nics)
+bool AllMellanox(const std::vector<const kubelet::GuestDevice*>& nics) {
+  for (const kubelet::GuestDevice* n : nics)
     if (n->vendor_id != topology::kVendorMellanox) return false;
   return !nics.empty();
 }
 
 // SR-IOV network device plugin config (k8snetworkplumbingwg/sriov-network-device-plugin
 // pkg/types; selectors as a list, the plugin's current form, as network_configs.h writes it).
-std::string SriovConfig(const NodeGroup& g, const std::vector<const GuestDevice*>& nics,
+std::string SriovConfig(const NodeGroup& g, const std::vector<const kubelet::GuestDevice*>& nics,
                         const fabric::NetworkConfigOptions& o) {
   Json vendors, devices;
   Ids(nics, &vendors, &devices);
@@ -106,7 +106,7 @@ std::string SriovConfig(const NodeGroup& g, const std::vector<const GuestDevice*
 
 // RDMA shared device plugin config (Mellanox/k8s-rdma-shared-dev-plugin pkg/types: selectors
 // vendors, deviceIDs).
-std::string RdmaSharedConfig(const NodeGroup& g, const std::vector<const GuestDevice*>& nics,
+std::string RdmaSharedConfig(const NodeGroup& g, const std::vector<const kubelet::GuestDevice*>& nics,
                              const fabric::NetworkConfigOptions& o) {
   Json vendors, devices;
   Ids(nics, &vendors, &devices);
@@ -117,7 +117,7 @@ std::string RdmaSharedConfig(const NodeGroup& g, const std::vector<const GuestDe
   return Dump({{"configList", Json::array({resource})}});
 }
 
-Json NicNodePolicy(const ClusterTemplate& t, const NodeGroup& g, const std::vector<const GuestDevice*>& nics,
+Json NicNodePolicy(const ClusterTemplate& t, const NodeGroup& g, const std::vector<const kubelet::GuestDevice*>& nics,
                    const fabric::NetworkConfigOptions& o) {
   Json spec = {{"nodeSelector", {{kNodeGroupLabel, g.name}}}};
   const std::string& driver = t.operators.network.driver_version;
@@ -183,7 +183,7 @@ std::string WhyNoNetworkObjects(const NodeGroup& g, const GroupPlan& gp) {
   return "";
 }
 
-bool IsGpu(const GuestDevice& d) { return d.role == topology::PciRole::kGpu; }
+bool IsGpu(const kubelet::GuestDevice& d) { return d.role == topology::PciRole::kGpu; }
 
 // The file header of a YAML file; `lines` become comment lines.
 std::string Header(const std::vector<std::string>& lines) {
@@ -213,9 +213,9 @@ struct PartBuilder {
 
 // Host RDMA NICs the pairing may use: the passed-through ones and the PFs of passed-through VFs.
 // Every other RDMA NIC of the host is excluded, so each guest GPU pairs with a NIC the guest has.
-std::vector<std::string> NicsNotInGuest(const topology::HostTopology& host, const GuestLayout& layout) {
+std::vector<std::string> NicsNotInGuest(const topology::HostTopology& host, const kubelet::GuestLayout& layout) {
   std::set<std::string> kept;
-  for (const GuestDevice* n : RdmaNicsOf(layout)) {
+  for (const kubelet::GuestDevice* n : RdmaNicsOf(layout)) {
     kept.insert(n->host_address);
     if (const topology::PciDevice* dev = host.FindPci(n->host_address); dev && dev->is_vf()) kept.insert(dev->physfn);
   }
@@ -246,14 +246,14 @@ std::string EnvFile(const NodeGroup& g, const fabric::TrainingSettings& s, const
 
 void AddNcclFiles(const NodeGroup& g, const GroupPlan& gp, StackPart* part) {
   if (g.vendor != Vendor::kNvidia && g.vendor != Vendor::kAmd) return;  // HCCL (Gaudi) reads no NCCL file
-  const GuestLayout& layout = gp.layout;
-  const std::vector<const GuestDevice*> nics = RdmaNicsOf(layout);
+  const kubelet::GuestLayout& layout = gp.layout;
+  const std::vector<const kubelet::GuestDevice*> nics = RdmaNicsOf(layout);
   std::vector<std::string> gpus;
-  for (const GuestDevice& d : layout.devices)
+  for (const kubelet::GuestDevice& d : layout.devices)
     if (IsGpu(d)) gpus.push_back(d.host_address);
   if (gpus.empty() || nics.empty() || !g.hypervisor) return;
   const topology::HostTopology& host = *g.hypervisor;
-  for (const GuestDevice& d : layout.devices)
+  for (const kubelet::GuestDevice& d : layout.devices)
     if (!host.FindPci(d.host_address))
       throw InputError("plan", "groups." + g.name + ".layout",
                        "device " + d.host_address + " is not a device of hypervisor " + host.hostname,
@@ -287,9 +287,9 @@ void AddNcclFiles(const NodeGroup& g, const GroupPlan& gp, StackPart* part) {
 
 }  // namespace
 
-std::vector<const GuestDevice*> RdmaNicsOf(const GuestLayout& layout) {
-  std::vector<const GuestDevice*> out;
-  for (const GuestDevice& d : layout.devices)
+std::vector<const kubelet::GuestDevice*> RdmaNicsOf(const kubelet::GuestLayout& layout) {
+  std::vector<const kubelet::GuestDevice*> out;
+  for (const kubelet::GuestDevice& d : layout.devices)
     if (d.role == topology::PciRole::kNic && d.rdma) out.push_back(&d);
   return out;
 }
@@ -307,19 +307,19 @@ std::string RdmaResourceName(const NodeGroup& group) {
   return "";
 }
 
-fabric::GuestDeviceMap GuestPciView(const GuestLayout& layout) {
-  const bool expanders = layout.device_cells == DeviceCellSource::kExpanderBus;
+fabric::GuestDeviceMap GuestPciView(const kubelet::GuestLayout& layout) {
+  const bool expanders = layout.device_cells == kubelet::DeviceCellSource::kExpanderBus;
   // The placement the layout came from, as far as the PCI layout reads it (cells, devices and
   // their guest cells, in the same order), so the buses come out as the domain XML has them.
   placement::Placement p;
   p.flavor = layout.flavor;
-  for (const GuestCellLayout& c : layout.cells) {
+  for (const kubelet::GuestCellLayout& c : layout.cells) {
     placement::CellPlacement cp;
     cp.guest_cell = c.cell;
     cp.host_node = c.host_node;
     p.cells.push_back(cp);
   }
-  for (const GuestDevice& d : layout.devices) {
+  for (const kubelet::GuestDevice& d : layout.devices) {
     placement::DevicePlacement dp;
     dp.address = d.host_address;
     dp.guest_cell = expanders ? d.guest_cell : -1;
@@ -335,7 +335,7 @@ fabric::GuestDeviceMap GuestPciView(const GuestLayout& layout) {
   view.domain = layout.flavor;
   view.guest_cells = static_cast<int>(layout.cells.size());
   view.vcpus = layout.vcpus;
-  for (const GuestCellLayout& c : layout.cells) {
+  for (const kubelet::GuestCellLayout& c : layout.cells) {
     view.cell_host_node.push_back(c.host_node);
     view.cell_cpus.push_back(c.vcpus);
   }
@@ -376,7 +376,7 @@ StackPart NetworkStack(const ClusterTemplate& t, const ClusterPlan& plan) {
       continue;
     }
     rdma_groups.push_back(g);
-    const std::vector<const GuestDevice*> nics = RdmaNicsOf(gp.layout);
+    const std::vector<const kubelet::GuestDevice*> nics = RdmaNicsOf(gp.layout);
     const std::string resource = RdmaResourceName(*g);
     out.Add(g->name + "/network/nic-node-policy.yaml",
               Header({"Node group " + g->name + ": its RDMA NICs as " + resource + " (rdma: " +

@@ -60,7 +60,7 @@
 #include <string>
 #include <vector>
 
-#include "cluster/guest_layout.h"
+#include "kubelet/guest_layout.h"
 #include "cluster/plan.h"
 #include "cluster/stack_part.h"
 #include "cluster/template.h"
@@ -73,7 +73,7 @@ inline constexpr const char* kGuestNcclTopoPath = "/etc/nccl/nccl-topo.xml";
 
 /// The devices of `layout` that pods get as RDMA NICs: role nic with RDMA (an RDMA NIC or a VF
 /// of one), in layout order. Pointers into `layout`.
-std::vector<const GuestDevice*> RdmaNicsOf(const GuestLayout& layout);
+std::vector<const kubelet::GuestDevice*> RdmaNicsOf(const kubelet::GuestLayout& layout);
 
 /// The extended resource a pod of `group` requests for an RDMA NIC: "nvidia.com/<g>_rdma" for
 /// rdma: sriov, "rdma/<g>_shared" for rdma: shared (g = the group name with '-' → '_'); "" for
@@ -86,7 +86,7 @@ std::string RdmaResourceName(const NodeGroup& group);
 /// layout's devices carry no guest cells; a note says which) and guest cell; the guest cells'
 /// vCPUs and host nodes. Throws InputError when the layout cannot be laid out on expander buses
 /// (a device in a cell the layout lacks, more than 32 devices in one cell).
-fabric::GuestDeviceMap GuestPciView(const GuestLayout& layout);
+fabric::GuestDeviceMap GuestPciView(const kubelet::GuestLayout& layout);
 
 /// The Network Operator objects and NCCL files of every group of `plan` (each group's settings
 /// from `t`, matched by name). Files:

@@ -23,9 +23,9 @@ std::string SysfsPages(uint64_t page_kib) { return "hugepages-" + std::to_string
 // Kernel boot parameters for the pools: one size per parameter group; the count is the
 // guest's total, which the kernel spreads over its nodes at boot (the unit below then sets
 // each node's count exactly).
-std::string KernelCmdline(const std::vector<GuestHugepagePool>& pools) {
+std::string KernelCmdline(const std::vector<kubelet::GuestHugepagePool>& pools) {
   std::map<uint64_t, uint64_t> total;
-  for (const GuestHugepagePool& p : pools) total[p.page_kib] += p.pages;
+  for (const kubelet::GuestHugepagePool& p : pools) total[p.page_kib] += p.pages;
   std::string s;
   for (const auto& [kib, pages] : total) {
     if (s.empty()) s += "default_hugepagesz=" + PageName(kib) + " ";
@@ -35,7 +35,7 @@ std::string KernelCmdline(const std::vector<GuestHugepagePool>& pools) {
   return s;
 }
 
-std::string HugepagesUnit(const std::string& group, const std::vector<GuestHugepagePool>& pools) {
+std::string HugepagesUnit(const std::string& group, const std::vector<kubelet::GuestHugepagePool>& pools) {
   std::string s =
       "# Written by accel cluster plan for node group " + group +
       ": the guest's hugepage pools per NUMA node,\n"
@@ -43,7 +43,7 @@ std::string HugepagesUnit(const std::string& group, const std::vector<GuestHugep
       "[Unit]\nDescription=accel guest hugepage pools\nDefaultDependencies=no\n"
       "Before=kubelet.service containerd.service\nAfter=local-fs.target\n\n"
       "[Service]\nType=oneshot\nRemainAfterExit=yes\n";
-  for (const GuestHugepagePool& p : pools)
+  for (const kubelet::GuestHugepagePool& p : pools)
     s += "ExecStart=/bin/sh -c 'echo " + std::to_string(p.pages) + " > /sys/devices/system/node/node" +
          std::to_string(p.cell) + "/hugepages/" + SysfsPages(p.page_kib) + "/nr_hugepages'\n";
   s += "\n[Install]\nWantedBy=multi-user.target\n";
@@ -58,9 +58,9 @@ size_t ClusterPlan::finding_count() const {
   return n;
 }
 
-std::vector<GuestHugepagePool> GuestHugepagesFor(const GuestLayout& layout) {
-  std::vector<GuestHugepagePool> pools;
-  for (const GuestCellLayout& c : layout.cells) {
+std::vector<kubelet::GuestHugepagePool> GuestHugepagesFor(const kubelet::GuestLayout& layout) {
+  std::vector<kubelet::GuestHugepagePool> pools;
+  for (const kubelet::GuestCellLayout& c : layout.cells) {
     if (c.host_page_kib < 2048) continue;
     const uint64_t page_mib = c.host_page_kib / 1024;
     const uint64_t pages = c.memory_mib / 2 / page_mib;
@@ -75,14 +75,14 @@ GroupPlan PlanGroup(const ClusterTemplate& t, const NodeGroup& g, const topology
   gp.group = g.name;
   gp.flavor = g.flavor_name;
   gp.hypervisor = host.hostname;
-  gp.layout = GuestLayoutOf(g.request, placement, host, DeviceCellSource::kExpanderBus);
+  gp.layout = kubelet::GuestLayoutOf(g.request, placement, host, kubelet::DeviceCellSource::kExpanderBus);
   gp.hugepages = GuestHugepagesFor(gp.layout);
-  KubeletInputs in;
+  kubelet::KubeletInputs in;
   in.version = t.kubernetes_version;
   in.hugepages = gp.hugepages;
   in.overrides = g.kubelet_merged.is_object() ? g.kubelet_merged : nlohmann::json::object();
-  gp.kubelet = DeriveKubeletConfig(gp.layout, in);
-  gp.findings = CheckKubeletConfig(gp.kubelet.config, gp.layout, gp.hugepages, t.kubernetes_version);
+  gp.kubelet = kubelet::DeriveKubeletConfig(gp.layout, in);
+  gp.findings = kubelet::CheckKubeletConfig(gp.kubelet.config, gp.layout, gp.hugepages, t.kubernetes_version);
   return gp;
 }
 
@@ -110,7 +110,7 @@ ClusterPlan PlanCluster(const ClusterTemplate& t) {
   return plan;
 }
 
-ordered_json GuestLayoutJson(const GuestLayout& g) {
+ordered_json GuestLayoutJson(const kubelet::GuestLayout& g) {
   ordered_json j;
   j["schema"] = "accel.guest-layout/v1";
   j["flavor"] = g.flavor;
@@ -119,7 +119,7 @@ ordered_json GuestLayoutJson(const GuestLayout& g) {
   j["cpu_topology"] = {{"sockets", g.sockets}, {"cores", g.cores_per_socket}, {"threads", g.threads_per_core}};
   j["memory_mib"] = g.memory_mib;
   j["cells"] = ordered_json::array();
-  for (const GuestCellLayout& c : g.cells)
+  for (const kubelet::GuestCellLayout& c : g.cells)
     j["cells"].push_back({{"cell", c.cell},
                           {"vcpus", c.vcpus.ToString()},
                           {"dedicated_vcpus", c.dedicated_vcpus.ToString()},
@@ -127,9 +127,9 @@ ordered_json GuestLayoutJson(const GuestLayout& g) {
                           {"memory_mib", c.memory_mib},
                           {"host_page_kib", c.host_page_kib},
                           {"host_node", c.host_node}});
-  j["device_cells"] = g.device_cells == DeviceCellSource::kExpanderBus ? "pxb-pcie" : "none";
+  j["device_cells"] = g.device_cells == kubelet::DeviceCellSource::kExpanderBus ? "pxb-pcie" : "none";
   j["devices"] = ordered_json::array();
-  for (const GuestDevice& d : g.devices)
+  for (const kubelet::GuestDevice& d : g.devices)
     j["devices"].push_back({{"alias", d.alias},
                             {"host_address", d.host_address},
                             {"role", topology::PciRoleName(d.role)},
@@ -165,14 +165,14 @@ ordered_json PlanJson(const ClusterPlan& plan, const std::map<std::string, NodeL
     }
     gj["layout"] = GuestLayoutJson(g.layout);
     gj["hugepages"] = ordered_json::array();
-    for (const GuestHugepagePool& p : g.hugepages)
+    for (const kubelet::GuestHugepagePool& p : g.hugepages)
       gj["hugepages"].push_back({{"cell", p.cell}, {"page_kib", p.page_kib}, {"pages", p.pages}});
     gj["kubelet"]["config"] = g.kubelet.config;
     gj["kubelet"]["choices"] = ordered_json::array();
-    for (const KubeletChoice& c : g.kubelet.choices)
+    for (const kubelet::KubeletChoice& c : g.kubelet.choices)
       gj["kubelet"]["choices"].push_back({{"field", c.field}, {"value", c.value}, {"reason", c.reason}});
     gj["findings"] = ordered_json::array();
-    for (const KubeletFinding& f : g.findings)
+    for (const kubelet::KubeletFinding& f : g.findings)
       gj["findings"].push_back({{"field", f.field}, {"problem", f.problem}, {"fix", f.fix}});
     j["groups"].push_back(gj);
   }

@@ -4,8 +4,8 @@
 //
 // Pipeline per group: the group's PlacementRequest (template.h) is placed by the engine on the
 // group's hypervisor topology (an empty host: the layout a VM of this flavor gets on that
-// hardware) → GuestLayoutOf (guest_layout.h, devices behind accel's pxb-pcie expanders) →
-// GuestHugepagesFor → DeriveKubeletConfig with the template's overrides (kubelet_config.h) →
+// hardware) → GuestLayoutOf (kubelet/guest_layout.h, devices behind accel's pxb-pcie expanders) →
+// GuestHugepagesFor → DeriveKubeletConfig with the template's overrides (kubelet/derive.h) →
 // CheckKubeletConfig on the result. Placing the group's VMs on real hypervisors of a fleet
 // (`--fleet`) is PlanClusterOnFleet (fleet_plan.h).
 //
@@ -18,8 +18,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cluster/guest_layout.h"
-#include "cluster/kubelet_config.h"
+#include "kubelet/guest_layout.h"
+#include "kubelet/derive.h"
+#include "kubelet/check.h"
 #include "cluster/stack_part.h"
 #include "cluster/template.h"
 
@@ -29,10 +30,10 @@ struct GroupPlan {
   std::string group;        ///< NodeGroup::name
   std::string flavor;       ///< its flavor's name
   std::string hypervisor;   ///< hostname of the topology the layout was placed on
-  GuestLayout layout;       ///< the guest a VM of the group sees
-  std::vector<GuestHugepagePool> hugepages;  ///< pools the guest kernel reserves, per guest cell
-  KubeletPlan kubelet;      ///< the derived KubeletConfiguration and why
-  std::vector<KubeletFinding> findings;  ///< CheckKubeletConfig on kubelet.config; empty = clean
+  kubelet::GuestLayout layout;       ///< the guest a VM of the group sees
+  std::vector<kubelet::GuestHugepagePool> hugepages;  ///< pools the guest kernel reserves, per guest cell
+  kubelet::KubeletPlan kubelet;      ///< the derived KubeletConfiguration and why
+  std::vector<kubelet::KubeletFinding> findings;  ///< kubelet::CheckKubeletConfig on kubelet.config; empty = clean
   /// With --fleet: the host of each VM of the group, distinct, in instance order; empty when
   /// planned on a host file.
   std::vector<std::string> fleet_hosts;
@@ -61,7 +62,7 @@ GroupPlan PlanGroup(const ClusterTemplate& t, const NodeGroup& g, const topology
 /// The guest's hugepage pools: on each guest cell backed by host huge pages (2 MiB or 1 GiB),
 /// half of the cell's memory as guest pages of the same size (so a pod's hugepages map onto
 /// host huge pages without splitting them); none on cells backed by base pages.
-std::vector<GuestHugepagePool> GuestHugepagesFor(const GuestLayout& layout);
+std::vector<kubelet::GuestHugepagePool> GuestHugepagesFor(const kubelet::GuestLayout& layout);
 
 /// The files of one group, relative to its directory (the list below, without "<group>/").
 std::map<std::string, std::string> GroupFiles(const GroupPlan& group);
@@ -95,6 +96,6 @@ std::map<std::string, std::string> PlanFiles(const ClusterPlan& plan, const Stac
 nlohmann::ordered_json PlanJson(const ClusterPlan& plan, const std::map<std::string, NodeLabels>* node_labels = nullptr);
 
 /// accel.guest-layout/v1 of one layout.
-nlohmann::ordered_json GuestLayoutJson(const GuestLayout& layout);
+nlohmann::ordered_json GuestLayoutJson(const kubelet::GuestLayout& layout);
 
 }  // namespace accel::cluster

@@ -9,7 +9,7 @@
 #include <set>
 #include <system_error>
 
-#include "cluster/kubelet_overrides.h"
+#include "kubelet/overrides.h"
 #include "common/error.h"
 #include "common/strings.h"
 #include "common/structured_file.h"
@@ -143,7 +143,7 @@ class Loader {
           t_.aliases_path = Resolve(s);
         })
         .On("hypervisor", [&](const YAML::Node& v, const std::string& f) { hypervisor_ = String(v, f); })
-        .On("kubelet", [&](const YAML::Node& v, const std::string& f) { t_.kubelet = ReadKubeletOverrides(v, where_, f); })
+        .On("kubelet", [&](const YAML::Node& v, const std::string& f) { t_.kubelet = kubelet::ReadKubeletOverrides(v, where_, f); })
         .On("infrastructure", [&](const YAML::Node& v, const std::string& f) { ReadInfrastructure(v, f); })
         .On("operators", [&](const YAML::Node& v, const std::string& f) { ReadOperators(v, f); })
         .On("nodeGroups", [&](const YAML::Node& v, const std::string& f) {
@@ -281,7 +281,7 @@ class Loader {
           g.hypervisor = String(v, f);
           if (g.hypervisor.empty()) Fail(f, "is empty", "name a host file, or leave hypervisor out");
         })
-        .On("kubelet", [&](const YAML::Node& v, const std::string& f) { n.kubelet = ReadKubeletOverrides(v, where_, f); })
+        .On("kubelet", [&](const YAML::Node& v, const std::string& f) { n.kubelet = kubelet::ReadKubeletOverrides(v, where_, f); })
         .On("image", [&](const YAML::Node& v, const std::string& f) { n.image = Name(v, f, "ubuntu-2404-kube-v1.33.2-nvidia"); })
         .On("driver", [&](const YAML::Node& v, const std::string& f) {
           g.has_driver = true;
@@ -599,7 +599,7 @@ class Loader {
       n.hypervisor_path = t_.hypervisor_path;
       n.hypervisor = t_.hypervisor;
     }
-    n.kubelet_merged = MergeKubeletOverrides(t_.kubelet, n.kubelet);
+    n.kubelet_merged = kubelet::MergeKubeletOverrides(t_.kubelet, n.kubelet);
     return n;
   }
 
@@ -642,14 +642,6 @@ class Loader {
 };
 
 }  // namespace
-
-std::string KubernetesVersion::ToString() const {
-  return "v" + std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
-}
-
-bool KubernetesVersion::AtLeast(int want_major, int want_minor) const {
-  return major != want_major ? major > want_major : minor >= want_minor;
-}
 
 std::string ClusterTemplate::ImageOf(const NodeGroup& group) const {
   return group.image.empty() ? infrastructure.image : group.image;

@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "placement/flavor.h"
+#include "kubelet/version.h"
 #include "placement/pci_alias.h"
 #include "placement/request.h"
 #include "topology/host.h"
@@ -152,14 +153,7 @@ struct NodeGroup {
 };
 
 /// spec.kubernetesVersion, "v1.33.2".
-struct KubernetesVersion {
-  int major = 0;  ///< 1
-  int minor = 0;  ///< 33
-  int patch = 0;  ///< 2
-  std::string ToString() const;  ///< "v1.33.2"
-  /// True when this version is at least major.minor (for "stable since 1.32" rules).
-  bool AtLeast(int want_major, int want_minor) const;
-};
+using kubelet::KubernetesVersion;
 
 /// spec.infrastructure: how the groups' VMs are created (Cluster API on OpenStack, or Magnum).
 struct Infrastructure {

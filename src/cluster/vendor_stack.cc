@@ -141,7 +141,7 @@ GroupGpus GpusOf(const GroupPlan* plan) {
   GroupGpus out;
   if (plan == nullptr) return out;
   std::set<const GpuModel*> seen;
-  for (const GuestDevice& d : plan->layout.devices) {
+  for (const kubelet::GuestDevice& d : plan->layout.devices) {
     if (d.role != topology::PciRole::kGpu || d.vendor_id != topology::kVendorNvidia) continue;
     const uint32_t pci_id = (static_cast<uint32_t>(d.device_id) << 16) | d.vendor_id;
     const GpuModel* model = sharing::FindGpuModelByPciId(pci_id);

@@ -45,6 +45,13 @@ std::string_view ClosestMatch(std::string_view word, const std::vector<std::stri
   return best;
 }
 
+std::string CountOf(size_t n, std::string_view one, std::string_view many) {
+  std::string out = std::to_string(n) + " ";
+  if (n == 1) return out.append(one);
+  if (many.empty()) return out.append(one).append("s");
+  return out.append(many);
+}
+
 std::string AsciiLower(std::string_view s) {
   std::string out(s);
   for (char& c : out)

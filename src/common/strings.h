@@ -52,6 +52,10 @@ bool IsDnsLabel(std::string_view name);
 /// (node names, DRA driver names such as "accel.io", ResourceSlice names).
 bool IsDnsSubdomain(std::string_view name);
 
+/// `n` and the noun in its number: CountOf(1, "cell") == "1 cell", CountOf(3, "cell") == "3 cells",
+/// CountOf(2, "switch", "switches") == "2 switches".
+std::string CountOf(size_t n, std::string_view one, std::string_view many = {});
+
 /// True for the ASCII digits 0-9 only (std::isdigit also depends on the C locale).
 inline bool IsAsciiDigit(char c) { return c >= '0' && c <= '9'; }
 

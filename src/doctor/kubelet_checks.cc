@@ -13,15 +13,15 @@
 //   - --config FILE is read first; --config-dir DIR then adds every *.conf file below DIR, in the
 //     lexical order of filepath.WalkDir (subdirectories included, "10-a.conf" before "9-b.conf"),
 //     each a JSON merge patch over the result (mergeKubeletConfigurations) — the merge is
-//     cluster::MergeKubeletOverrides, the same RFC 7386 merge the plan uses; every file needs its
+//     kubelet::MergeKubeletOverrides, the same RFC 7386 merge the plan uses; every file needs its
 //     apiVersion and kind (kubernetes#124796);
 //   - the kubelet decodes leniently: a field it does not know is dropped with a log line, so a
 //     misspelt field silently does nothing (a warning here);
 //   - command-line flags override both (kubeletConfigFlagPrecedence): accel checks the files and
 //     warns about the deprecated flags that would override what it checks.
-// Fields accel knows (cluster::KnownKubeletFields) are read strictly by
-// cluster::ReadKubeletOverrides; the rules are cluster::CheckKubeletConfig's, run on a
-// cluster::GuestLayout built from sysfs — nothing here re-states them. What sysfs adds: CPUs that
+// Fields accel knows (kubelet::KnownKubeletFields) are read strictly by
+// kubelet::ReadKubeletOverrides; the rules are kubelet::CheckKubeletConfig's, run on a
+// kubelet::GuestLayout built from sysfs — nothing here re-states them. What sysfs adds: CPUs that
 // are offline (the kubelet refuses reserved CPUs that are not online: getReservedCPUs) and SMT
 // siblings numbered the way Linux numbers bare metal (CPU n and n+N), which the layout's model
 // (siblings consecutive, as libvirt numbers a guest's vCPUs) cannot express.
@@ -35,14 +35,15 @@
 #include <sstream>
 #include <string_view>
 
-#include "cluster/guest_layout.h"
-#include "cluster/kubelet_config.h"
-#include "cluster/kubelet_overrides.h"
-#include "cluster/template.h"
 #include "common/error.h"
 #include "common/strings.h"
 #include "common/yaml_config.h"
 #include "doctor/doctor_internal.h"
+#include "kubelet/check.h"
+#include "kubelet/derive.h"
+#include "kubelet/guest_layout.h"
+#include "kubelet/overrides.h"
+#include "kubelet/version.h"
 
 namespace accel::doctor {
 
@@ -54,44 +55,6 @@ constexpr const char* kDefaultConfig = "/var/lib/kubelet/config.yaml";
 constexpr const char* kDefaultDropInDir = "/etc/kubernetes/kubelet.conf.d";
 constexpr const char* kAccelHugepagesUnit = "accel-guest-hugepages.service";
 constexpr const char* kKubeletDefault = "(kubelet default)";
-
-// Every top-level field of KubeletConfiguration v1beta1 (kubernetes
-// staging/src/k8s.io/kubelet/config/v1beta1/types.go, the 1.35 development tree, plus apiVersion
-// and kind). accel checks those cluster::KnownKubeletFields lists and keeps the others unchecked;
-// a name in neither is one the kubelet drops.
-const std::set<std::string>& AllKubeletFields() {
-  static const std::set<std::string> kFields = {
-      "apiVersion", "kind", "enableServer", "staticPodPath", "podLogsDir", "syncFrequency",
-      "fileCheckFrequency", "httpCheckFrequency", "staticPodURL", "staticPodURLHeader", "address", "port",
-      "readOnlyPort", "tlsCertFile", "tlsPrivateKeyFile", "tlsCipherSuites", "tlsCurvePreferences",
-      "tlsMinVersion", "rotateCertificates", "serverTLSBootstrap", "authentication", "authorization",
-      "registryPullQPS", "registryBurst", "imagePullCredentialsVerificationPolicy",
-      "preloadedImagesVerificationAllowlist", "eventRecordQPS", "eventBurst", "enableDebuggingHandlers",
-      "enableContentionProfiling", "healthzPort", "healthzBindAddress", "oomScoreAdj", "clusterDomain",
-      "clusterDNS", "streamingConnectionIdleTimeout", "nodeStatusUpdateFrequency", "nodeStatusReportFrequency",
-      "nodeLeaseDurationSeconds", "imageMinimumGCAge", "imageMaximumGCAge", "imageGCHighThresholdPercent",
-      "imageGCLowThresholdPercent", "volumeStatsAggPeriod", "kubeletCgroups", "systemCgroups", "cgroupRoot",
-      "cgroupsPerQOS", "cgroupDriver", "cpuManagerPolicy", "singleProcessOOMKill", "cpuManagerPolicyOptions",
-      "cpuManagerReconcilePeriod", "draManagerReconcilePeriod", "memoryManagerPolicy", "topologyManagerPolicy",
-      "topologyManagerScope", "topologyManagerPolicyOptions", "qosReserved", "runtimeRequestTimeout",
-      "hairpinMode", "maxPods", "podCIDR", "podPidsLimit", "resolvConf", "runOnce", "cpuCFSQuota",
-      "cpuCFSQuotaPeriod", "nodeStatusMaxImages", "maxOpenFiles", "contentType", "kubeAPIQPS", "kubeAPIBurst",
-      "serializeImagePulls", "maxParallelImagePulls", "evictionHard", "evictionSoft", "evictionSoftGracePeriod",
-      "evictionPressureTransitionPeriod", "evictionMaxPodGracePeriod", "evictionMinimumReclaim",
-      "mergeDefaultEvictionSettings", "podsPerCore", "enableControllerAttachDetach", "protectKernelDefaults",
-      "makeIPTablesUtilChains", "iptablesMasqueradeBit", "iptablesDropBit", "featureGates", "failSwapOn",
-      "memorySwap", "containerLogMaxSize", "containerLogMaxFiles", "containerLogMaxWorkers",
-      "containerLogMonitorInterval", "configMapAndSecretChangeDetectionStrategy", "systemReserved",
-      "kubeReserved", "reservedSystemCPUs", "showHiddenMetricsForVersion", "systemReservedCgroup",
-      "kubeReservedCgroup", "enforceNodeAllocatable", "allowedUnsafeSysctls", "volumePluginDir", "providerID",
-      "kernelMemcgNotification", "logging", "enableSystemLogHandler", "enableSystemLogQuery",
-      "shutdownGracePeriod", "shutdownGracePeriodCriticalPods", "shutdownGracePeriodByPodPriority",
-      "crashLoopBackOff", "reservedMemory", "enableProfilingHandler", "enableDebugFlagsHandler",
-      "seccompDefault", "memoryThrottlingFactor", "memoryReservationPolicy", "registerWithTaints",
-      "registerNode", "tracing", "localStorageCapacityIsolation", "containerRuntimeEndpoint",
-      "imageServiceEndpoint", "failCgroupV1", "userNamespaces"};
-  return kFields;
-}
 
 // Deprecated kubelet flags that set a field these checks read; on the command line they win over
 // every file (kubeletConfigFlagPrecedence).
@@ -311,7 +274,7 @@ struct KubeletConfig {
   bool broken = false;      ///< a file the kubelet would refuse
   json merged = json::object();
   std::map<std::string, std::string> origin;  ///< top-level field -> the file that set it last
-  cluster::KubernetesVersion version{1, 33, 0};
+  kubelet::KubernetesVersion version{1, 33, 0};
   std::string version_text;  ///< "1.33.2-1.1 (dpkg)" or "unknown, assumed 1.33"
 };
 
@@ -371,15 +334,15 @@ bool ReadConfigFile(const std::string& root, const std::string& path, json* fiel
   }
   YAML::Node known(YAML::NodeType::Map);
   std::vector<std::string> names;
-  for (const cluster::KubeletField& field : cluster::KnownKubeletFields()) names.push_back(field.name);
-  for (const std::string& name : AllKubeletFields()) names.push_back(name);
+  for (const kubelet::KubeletField& field : kubelet::KnownKubeletFields()) names.push_back(field.name);
+  for (const std::string& name : kubelet::AllKubeletFields()) names.push_back(name);
   std::vector<std::string_view> views(names.begin(), names.end());
   for (const auto& kv : doc) {
     if (!kv.first.IsScalar()) continue;
     const std::string key = kv.first.Scalar();
-    if (cluster::FindKubeletField(key) || key == "apiVersion" || key == "kind") {
+    if (kubelet::FindKubeletField(key) || key == "apiVersion" || key == "kind") {
       known[key] = kv.second;
-    } else if (!AllKubeletFields().count(key)) {
+    } else if (!kubelet::AllKubeletFields().count(key)) {
       const std::string near(ClosestMatch(key, views, std::max<size_t>(3, key.size() / 3)));
       report->Add(Severity::kWarn,
                   path + " line " + std::to_string(kv.first.Mark().line + 1) + ": '" + key +
@@ -390,7 +353,7 @@ bool ReadConfigFile(const std::string& root, const std::string& path, json* fiel
     }
   }
   try {
-    *fields = cluster::ReadKubeletOverrides(known, path, "");
+    *fields = kubelet::ReadKubeletOverrides(known, path, "");
   } catch (const InputError& e) {
     const std::string top = e.field().substr(0, e.field().find_first_of(".["));
     const int line = LineOf(doc, top);
@@ -531,7 +494,7 @@ KubeletConfig ReadKubeletConfig(const Context& ctx, ReadReport* report) {
                              ") -> " + ValueText(it.value()) + " (" + files[i] + ")");
       config.origin[it.key()] = files[i];
     }
-    config.merged = cluster::MergeKubeletOverrides(config.merged, fields);
+    config.merged = kubelet::MergeKubeletOverrides(config.merged, fields);
     report->evidence.push_back({files[i], std::to_string(fields.size()) + " fields accel checks"});
   }
   if (!overridden.empty())
@@ -545,8 +508,8 @@ KubeletConfig ReadKubeletConfig(const Context& ctx, ReadReport* report) {
 // ---- the node as the kubelet's managers see it ----
 
 struct NodeView {
-  cluster::GuestLayout layout;                 ///< NUMA nodes, CPUs, devices, for CheckKubeletConfig
-  std::vector<cluster::GuestHugepagePool> pools;  ///< hugepage pools per NUMA node (total pages)
+  kubelet::GuestLayout layout;                 ///< NUMA nodes, CPUs, devices, for CheckKubeletConfig
+  std::vector<kubelet::GuestHugepagePool> pools;  ///< hugepage pools per NUMA node (total pages)
   CpuSet online;                               ///< /sys/devices/system/cpu/online
   std::map<int, CpuSet> core_of;               ///< CPU -> its SMT siblings (itself included)
   bool smt = false;                            ///< some core has more than one CPU
@@ -561,7 +524,7 @@ NodeView ViewOf(const Context& ctx) {
   CpuSet parsed;
   std::string error;
   if (online.ok && CpuSet::Parse(online.value, &parsed, &error)) v.online = parsed;
-  cluster::GuestLayout& g = v.layout;
+  kubelet::GuestLayout& g = v.layout;
   g.flavor = "(this node)";
   g.host = host.hostname;
   int max_cpu = -1;
@@ -586,7 +549,7 @@ NodeView ViewOf(const Context& ctx) {
   g.sockets = std::max<int>(1, static_cast<int>(host.packages.size()));
   g.cores_per_socket = std::max(1, g.vcpus / g.threads_per_core / g.sockets);
   for (const topology::NumaNode& node : host.numa_nodes) {
-    cluster::GuestCellLayout cell;
+    kubelet::GuestCellLayout cell;
     cell.cell = node.id;
     cell.vcpus = node.cpus;
     cell.dedicated_vcpus = node.cpus;
@@ -599,7 +562,7 @@ NodeView ViewOf(const Context& ctx) {
   for (const topology::PciDevice& dev : host.pci) {
     const bool rdma_nic = dev.role == topology::PciRole::kNic && dev.is_rdma();
     if (!dev.is_accelerator() && !rdma_nic) continue;
-    cluster::GuestDevice d;
+    kubelet::GuestDevice d;
     d.alias = std::string(topology::PciRoleName(dev.role)) + (dev.is_rdma() ? " " + dev.rdma_devices.front() : "");
     d.host_address = dev.address;
     d.vendor_id = dev.vendor_id;
@@ -638,7 +601,7 @@ struct Problems {
 
 // A CheckKubeletConfig finding's severity: the ones that only cost performance or cannot be
 // checked are warnings; every other one stops the kubelet or rejects pods.
-Severity SeverityOf(const cluster::KubeletFinding& k) {
+Severity SeverityOf(const kubelet::KubeletFinding& k) {
   for (const char* soft : {"has no effect", "is split", "cannot be checked"})
     if (k.problem.find(soft) != std::string::npos) return Severity::kWarn;
   return Severity::kFail;
@@ -646,7 +609,7 @@ Severity SeverityOf(const cluster::KubeletFinding& k) {
 
 enum class Area { kCpu, kTopology, kMemory };
 
-Area AreaOf(const cluster::KubeletFinding& k) {
+Area AreaOf(const kubelet::KubeletFinding& k) {
   if (k.field.rfind("topologyManager", 0) == 0 || k.problem.find("single-numa-node") != std::string::npos)
     return Area::kTopology;
   for (const char* memory : {"memoryManagerPolicy", "reservedMemory", "kubeReserved", "systemReserved", "evictionHard"})
@@ -714,7 +677,7 @@ void AppendKubeletChecks(const Context& ctx, std::vector<Finding>* out) {
   Problems pools;
   {
     std::map<uint64_t, std::map<int, uint64_t>> by_size;  // page KiB -> node -> pages
-    for (const cluster::GuestHugepagePool& p : view.pools) by_size[p.page_kib][p.cell] = p.pages;
+    for (const kubelet::GuestHugepagePool& p : view.pools) by_size[p.page_kib][p.cell] = p.pages;
     std::vector<int> memory_nodes;
     for (const topology::NumaNode& node : ctx.host->numa_nodes)
       if (node.memory_kib > 0) memory_nodes.push_back(node.id);
@@ -744,7 +707,7 @@ void AppendKubeletChecks(const Context& ctx, std::vector<Finding>* out) {
       for (const auto& [key, want] : UnitPools(unit.value)) {
         const auto& [node, kib] = key;
         uint64_t have = 0;
-        for (const cluster::GuestHugepagePool& p : view.pools)
+        for (const kubelet::GuestHugepagePool& p : view.pools)
           if (p.cell == node && p.page_kib == kib) have = p.pages;
         if (have < want)
           pools.Add(Severity::kFail,
@@ -762,7 +725,7 @@ void AppendKubeletChecks(const Context& ctx, std::vector<Finding>* out) {
   const std::string pools_ok = [&] {
     if (view.pools.empty()) return std::string("no hugepage pools: pods cannot ask for hugepages on this node");
     std::vector<std::string> parts;
-    for (const cluster::GuestHugepagePool& p : view.pools)
+    for (const kubelet::GuestHugepagePool& p : view.pools)
       parts.push_back("node" + std::to_string(p.cell) + " " + std::to_string(p.pages) + " x " + PageName(p.page_kib));
     return "hugepage pools on every NUMA node with memory: " + JoinList(parts);
   }();
@@ -779,10 +742,10 @@ void AppendKubeletChecks(const Context& ctx, std::vector<Finding>* out) {
   }
 
   const json& c = config.merged;
-  const std::vector<cluster::KubeletFinding> rules =
-      cluster::CheckKubeletConfig(c, view.layout, view.pools, config.version);
+  const std::vector<kubelet::KubeletFinding> rules =
+      kubelet::CheckKubeletConfig(c, view.layout, view.pools, config.version);
   Problems cpu, topo, memory;
-  for (const cluster::KubeletFinding& k : rules) {
+  for (const kubelet::KubeletFinding& k : rules) {
     Problems& p = AreaOf(k) == Area::kTopology ? topo : AreaOf(k) == Area::kMemory ? memory : cpu;
     p.Add(SeverityOf(k), k.field + ": " + k.problem, k.fix);
   }
@@ -852,7 +815,7 @@ void AppendKubeletChecks(const Context& ctx, std::vector<Finding>* out) {
   FieldEvidence(config, {"topologyManagerPolicy", "topologyManagerScope", "topologyManagerPolicyOptions"}, "none",
                 &topo.evidence);
   std::vector<std::string> cellless;
-  for (const cluster::GuestDevice& d : view.layout.devices) {
+  for (const kubelet::GuestDevice& d : view.layout.devices) {
     topo.evidence.push_back({PciAttr(d.host_address, "numa_node"), std::to_string(d.guest_cell)});
     if (d.guest_cell < 0) cellless.push_back(d.host_address);
   }

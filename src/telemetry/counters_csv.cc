@@ -111,10 +111,6 @@ std::string Closest(std::string_view name) {
   return std::string(ClosestMatch(name, names, 4));
 }
 
-std::string Plural(size_t n, const char* one, const char* many) {
-  return std::to_string(n) + " " + (n == 1 ? one : many);
-}
-
 }  // namespace
 
 DcgmCounters ParseDcgmCounters(std::string_view text, const std::string& source) {
@@ -174,7 +170,7 @@ DcgmCounters ParseDcgmCounters(std::string_view text, const std::string& source)
                      "lists no field accel serves" +
                          (out.not_served.empty()
                               ? std::string()
-                              : " (" + Plural(out.not_served.size(), "field", "fields") +
+                              : " (" + CountOf(out.not_served.size(), "field", "fields") +
                                     " it cannot read)"),
                      "list at least one field, e.g. DCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature (in C).");
   }

@@ -28,10 +28,6 @@ std::string PageSize(uint64_t kib) {
 }
 
 
-std::string Plural(size_t n, const std::string& one, const std::string& many) {
-  return std::to_string(n) + " " + (n == 1 ? one : many);
-}
-
 // Devices an operator places guests on: accelerators, NVSwitches and NICs, not VFs.
 bool IsListed(const PciDevice& dev) {
   return !dev.is_vf() &&
@@ -44,8 +40,8 @@ std::string CoreSummary(const std::vector<CpuSet>& cores) {
   int threads = cores.front().Count();
   bool uniform = std::all_of(cores.begin(), cores.end(),
                              [&](const CpuSet& c) { return c.Count() == threads; });
-  std::string s = Plural(cores.size(), "core", "cores");
-  return uniform ? s + " x " + Plural(threads, "thread", "threads") : s + ", SMT mixed";
+  std::string s = CountOf(cores.size(), "core", "cores");
+  return uniform ? s + " x " + CountOf(threads, "thread", "threads") : s + ", SMT mixed";
 }
 
 std::string DeviceLine(const HostTopology& host, const PciDevice& dev) {
@@ -81,7 +77,7 @@ void ListDevices(const HostTopology& host, const std::vector<const PciDevice*>& 
       out << DeviceLine(host, *dev);
   }
   if (!switches.empty())
-    out << "    " << Plural(switches.size(), "NVSwitch", "NVSwitches") << ": "
+    out << "    " << CountOf(switches.size(), "NVSwitch", "NVSwitches") << ": "
         << JoinStrings(switches, ", ") << "\n";
 }
 
@@ -128,11 +124,11 @@ void WriteHeader(const HostTopology& host, std::ostringstream& out) {
     rdma += d.role == PciRole::kNic && d.is_rdma();
   }
   out << "Host " << host.hostname << "   (source: " << host.source << ")\n";
-  out << "  " << Plural(host.packages.size(), "package", "packages") << ", "
-      << Plural(host.numa_nodes.size(), "NUMA node", "NUMA nodes") << ", "
-      << Plural(host.AllCpus().Count(), "CPU", "CPUs") << " in " << Plural(cores, "core", "cores")
-      << ", " << Gib(memory) << " memory\n  " << Plural(accel, "accelerator", "accelerators")
-      << ", " << Plural(nics, "NIC", "NICs") << " (" << rdma << " with RDMA)\n";
+  out << "  " << CountOf(host.packages.size(), "package", "packages") << ", "
+      << CountOf(host.numa_nodes.size(), "NUMA node", "NUMA nodes") << ", "
+      << CountOf(host.AllCpus().Count(), "CPU", "CPUs") << " in " << CountOf(cores, "core", "cores")
+      << ", " << Gib(memory) << " memory\n  " << CountOf(accel, "accelerator", "accelerators")
+      << ", " << CountOf(nics, "NIC", "NICs") << " (" << rdma << " with RDMA)\n";
   WritePackages(host, out);
   CpuSet package_cpus;
   for (const Package& p : host.packages) package_cpus = package_cpus.Union(p.cpus);
@@ -166,7 +162,7 @@ void WriteNode(const HostTopology& host, const NumaNode& node, std::ostringstrea
   if (node.cpus.Empty())
     out << ": no CPUs (memory only)\n";
   else
-    out << ": " << Plural(node.cpus.Count(), "CPU", "CPUs") << " " << node.cpus.ToString() << " ("
+    out << ": " << CountOf(node.cpus.Count(), "CPU", "CPUs") << " " << node.cpus.ToString() << " ("
         << CoreSummary(node.cores) << ")\n";
   out << "    " << MemoryLine(node) << "\n";
   std::vector<const PciDevice*> local, listed;

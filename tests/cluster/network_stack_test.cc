@@ -284,13 +284,13 @@ TEST(NetworkStack, PlanGroupMissingFromTemplateIsAnInputError) {
 // The placement PlanCluster makes for a group (an empty hypervisor), for the domain XML.
 struct Placed {
   placement::Placement placement;
-  GuestLayout layout;
+  kubelet::GuestLayout layout;
 };
 
 Placed PlaceGroup(const NodeGroup& g) {
   placement::PlaceResult r = placement::Place(*g.hypervisor, {}, {}, g.request);
   EXPECT_TRUE(r.fits()) << g.name;
-  return {*r.placement, GuestLayoutOf(g.request, *r.placement, *g.hypervisor, DeviceCellSource::kExpanderBus)};
+  return {*r.placement, kubelet::GuestLayoutOf(g.request, *r.placement, *g.hypervisor, kubelet::DeviceCellSource::kExpanderBus)};
 }
 
 // Host address -> (guest address, guest cell) as the domain reader sees the domain accel writes.
@@ -304,7 +304,7 @@ std::map<std::string, std::pair<std::string, int>> ReadBack(const topology::Host
   return out;
 }
 
-std::map<std::string, std::pair<std::string, int>> ViewOf(const GuestLayout& layout) {
+std::map<std::string, std::pair<std::string, int>> ViewOf(const kubelet::GuestLayout& layout) {
   std::map<std::string, std::pair<std::string, int>> out;
   for (const fabric::GuestDevice& d : GuestPciView(layout).devices) out[d.host_address] = {d.guest_address, d.guest_cell};
   return out;
@@ -358,7 +358,7 @@ TEST(GuestPciView, MatchesTheDomainReaderOnRandomFlavors) {
     for (const topology::HostTopology& host : hosts) {
       placement::PlaceResult r = placement::Place(host, {}, {}, req);
       if (!r.fits()) continue;
-      const GuestLayout layout = GuestLayoutOf(req, *r.placement, host, DeviceCellSource::kExpanderBus);
+      const kubelet::GuestLayout layout = kubelet::GuestLayoutOf(req, *r.placement, host, kubelet::DeviceCellSource::kExpanderBus);
       const auto want = ReadBack(host, req, *r.placement);
       const auto got = ViewOf(layout);
       // The reader has no address for a device without an expander; the view says "" too.
@@ -404,7 +404,7 @@ TEST(NcclTopology, EveryGpuSitsWithAGuestNicOfItsCell) {
     std::map<std::string, const fabric::GuestDevice*> by_guest;
     for (const fabric::GuestDevice& d : view.devices) by_guest[d.guest_address] = &d;
     std::map<std::string, topology::PciRole> role_of;
-    for (const GuestDevice& d : gp->layout.devices) role_of[d.host_address] = d.role;
+    for (const kubelet::GuestDevice& d : gp->layout.devices) role_of[d.host_address] = d.role;
     const std::string xml = part.files.at(name + "/nccl/nccl-topo.xml");
     // Each virtual switch: a GPU then its NIC, both guest addresses of the layout, one cell.
     const std::regex sw(R"re(<cpu numaid="(\d+)"[^>]*>|<pci busid="(0000:[0-9a-f:.]+)" class="(0x[0-9a-f]+)")re");
@@ -420,7 +420,7 @@ TEST(NcclTopology, EveryGpuSitsWithAGuestNicOfItsCell) {
       (role_of.at(dev->second->host_address) == topology::PciRole::kGpu ? gpus : nics) += 1;
     }
     int want_gpus = 0, want_nics = static_cast<int>(RdmaNicsOf(gp->layout).size());
-    for (const GuestDevice& d : gp->layout.devices) want_gpus += d.role == topology::PciRole::kGpu ? 1 : 0;
+    for (const kubelet::GuestDevice& d : gp->layout.devices) want_gpus += d.role == topology::PciRole::kGpu ? 1 : 0;
     EXPECT_EQ(gpus, want_gpus) << name << "\n" << xml;
     EXPECT_EQ(nics, want_nics) << name << "\n" << xml;
   }
@@ -456,7 +456,7 @@ TEST(NcclTopology, DeviceWithoutGuestCellIsLeftToNccl) {
     if (x.group == "h100-train") gp = &x;
   ASSERT_NE(gp, nullptr);
   std::string moved;
-  for (GuestDevice& d : gp->layout.devices)
+  for (kubelet::GuestDevice& d : gp->layout.devices)
     if (d.role == topology::PciRole::kGpu && moved.empty()) {
       d.guest_cell = -1;
       moved = d.host_address;
@@ -469,7 +469,7 @@ TEST(NcclTopology, DeviceWithoutGuestCellIsLeftToNccl) {
   const std::string env = part.files.at("h100-train/nccl/nccl.env");
   EXPECT_NE(env.find("# note: device " + moved + " has no guest cell"), std::string::npos) << env;
   // With no GPU addressed at all there is nothing to describe.
-  for (GuestDevice& d : gp->layout.devices) d.guest_cell = -1;
+  for (kubelet::GuestDevice& d : gp->layout.devices) d.guest_cell = -1;
   EXPECT_EQ(NetworkStack(t, plan).files.count("h100-train/nccl/nccl-topo.xml"), 0u);
 }
 

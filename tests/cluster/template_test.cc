@@ -1,4 +1,4 @@
-// The cluster template reader (cluster/template.h, cluster/kubelet_overrides.h): the example
+// The cluster template reader (cluster/template.h, kubelet/overrides.h): the example
 // template reads back every field; each bad input is an InputError naming the key path and the
 // fix; random mutations of the example only ever give a template or an InputError.
 #include "cluster/template.h"
@@ -9,7 +9,7 @@
 #include <random>
 #include <sstream>
 
-#include "cluster/kubelet_overrides.h"
+#include "kubelet/overrides.h"
 #include "common/error.h"
 #include "common/structured_file.h"
 
@@ -413,25 +413,25 @@ TEST(ClusterTemplate, KubeletOverrideErrors) {
 
 TEST(ClusterTemplate, EveryKnownKubeletFieldHasACheckedValue) {
   // One good value per type: every field of the table reads.
-  for (const KubeletField& f : KnownKubeletFields()) {
+  for (const kubelet::KubeletField& f : kubelet::KnownKubeletFields()) {
     std::string value;
     switch (f.type) {
-      case KubeletFieldType::kString: value = "x"; break;
-      case KubeletFieldType::kEnum: value = f.values[0]; break;
-      case KubeletFieldType::kEnumList: value = "[" + f.values[0] + "]"; break;
-      case KubeletFieldType::kStringList: value = "[a, b]"; break;
-      case KubeletFieldType::kBool: value = "true"; break;
-      case KubeletFieldType::kInteger: value = std::to_string(std::max(f.min, 2LL)); break;
-      case KubeletFieldType::kDuration: value = "1m30s"; break;
-      case KubeletFieldType::kQuantity: value = "10Mi"; break;
-      case KubeletFieldType::kCpuSet: value = "\"0-1\""; break;
-      case KubeletFieldType::kResourceMap: value = "{cpu: 500m, memory: 1Gi}"; break;
-      case KubeletFieldType::kEvictionMap: value = "{memory.available: 100Mi, nodefs.available: 10%}"; break;
-      case KubeletFieldType::kEvictionPeriodMap: value = "{memory.available: 30s}"; break;
-      case KubeletFieldType::kBoolMap: value = "{A: true}"; break;
-      case KubeletFieldType::kCpuManagerOptions: value = "{full-pcpus-only: \"true\"}"; break;
-      case KubeletFieldType::kTopologyOptions: value = "{max-allowable-numa-nodes: \"12\"}"; break;
-      case KubeletFieldType::kReservedMemory: value = "[{numaNode: 0, limits: {memory: 1Gi, hugepages-1Gi: 2Gi}}]"; break;
+      case kubelet::KubeletFieldType::kString: value = "x"; break;
+      case kubelet::KubeletFieldType::kEnum: value = f.values[0]; break;
+      case kubelet::KubeletFieldType::kEnumList: value = "[" + f.values[0] + "]"; break;
+      case kubelet::KubeletFieldType::kStringList: value = "[a, b]"; break;
+      case kubelet::KubeletFieldType::kBool: value = "true"; break;
+      case kubelet::KubeletFieldType::kInteger: value = std::to_string(std::max(f.min, 2LL)); break;
+      case kubelet::KubeletFieldType::kDuration: value = "1m30s"; break;
+      case kubelet::KubeletFieldType::kQuantity: value = "10Mi"; break;
+      case kubelet::KubeletFieldType::kCpuSet: value = "\"0-1\""; break;
+      case kubelet::KubeletFieldType::kResourceMap: value = "{cpu: 500m, memory: 1Gi}"; break;
+      case kubelet::KubeletFieldType::kEvictionMap: value = "{memory.available: 100Mi, nodefs.available: 10%}"; break;
+      case kubelet::KubeletFieldType::kEvictionPeriodMap: value = "{memory.available: 30s}"; break;
+      case kubelet::KubeletFieldType::kBoolMap: value = "{A: true}"; break;
+      case kubelet::KubeletFieldType::kCpuManagerOptions: value = "{full-pcpus-only: \"true\"}"; break;
+      case kubelet::KubeletFieldType::kTopologyOptions: value = "{max-allowable-numa-nodes: \"12\"}"; break;
+      case kubelet::KubeletFieldType::kReservedMemory: value = "[{numaNode: 0, limits: {memory: 1Gi, hugepages-1Gi: 2Gi}}]"; break;
     }
     const ClusterTemplate t = Parse(WithGroup(std::string("    kubelet: {") + f.name + ": " + value + "}\n"));
     EXPECT_TRUE(t.groups[0].kubelet.contains(f.name)) << f.name;
@@ -442,7 +442,7 @@ TEST(ClusterTemplate, MergeIsAJsonMergePatch) {
   const nlohmann::json cluster = nlohmann::json::parse(
       R"({"featureGates": {"A": true, "B": false}, "enforceNodeAllocatable": ["pods"], "maxPods": 110})");
   const nlohmann::json group = nlohmann::json::parse(R"({"featureGates": {"B": true}, "enforceNodeAllocatable": ["pods", "kube-reserved"]})");
-  const nlohmann::json merged = MergeKubeletOverrides(cluster, group);
+  const nlohmann::json merged = kubelet::MergeKubeletOverrides(cluster, group);
   EXPECT_EQ(merged, nlohmann::json::parse(
                         R"({"featureGates": {"A": true, "B": true}, "enforceNodeAllocatable": ["pods", "kube-reserved"], "maxPods": 110})"));
 }

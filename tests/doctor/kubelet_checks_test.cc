@@ -42,7 +42,7 @@ topology::HostTopology GuestOf(const cluster::GroupPlan& g, Smt smt) {
   pkg.id = 0;
   pkg.model = "Intel Xeon Processor (SapphireRapids)";
   const int nodes = static_cast<int>(g.layout.cells.size());
-  for (const cluster::GuestCellLayout& cell : g.layout.cells) {
+  for (const kubelet::GuestCellLayout& cell : g.layout.cells) {
     topology::NumaNode node;
     node.id = cell.cell;
     node.package = 0;
@@ -64,7 +64,7 @@ topology::HostTopology GuestOf(const cluster::GroupPlan& g, Smt smt) {
     node.memory_kib = cell.memory_mib * 1024;
     uint64_t huge_kib = 0;
     std::vector<topology::HugepagePool> huge;
-    for (const cluster::GuestHugepagePool& p : g.hugepages)
+    for (const kubelet::GuestHugepagePool& p : g.hugepages)
       if (p.cell == cell.cell) {
         huge.push_back({p.page_kib, p.pages, p.pages});
         huge_kib += p.pages * p.page_kib;
@@ -91,7 +91,7 @@ topology::HostTopology GuestOf(const cluster::GroupPlan& g, Smt smt) {
   };
   add("pci0000:00", "", topology::PciRole::kHostBridge, 0, 0, 0, -1);
   for (size_t i = 0; i < g.layout.devices.size(); ++i) {
-    const cluster::GuestDevice& d = g.layout.devices[i];
+    const kubelet::GuestDevice& d = g.layout.devices[i];
     char bus[16], port[16], dev[16];
     std::snprintf(bus, sizeof bus, "pci0000:%02zx", 0x20 + 0x10 * i);
     std::snprintf(port, sizeof port, "0000:%02zx:00.0", 0x20 + 0x10 * i);

@@ -4,7 +4,8 @@
 // has no finding, and the rules are re-checked here by plain arithmetic (sum rule exact,
 // reserved CPUs whole cores inside the guest, single-numa-node only when every device reports
 // a guest cell). The checker itself is tested on configs that break each rule.
-#include "cluster/kubelet_config.h"
+#include "kubelet/check.h"
+#include "kubelet/derive.h"
 
 #include <filesystem>
 #include <map>
@@ -19,8 +20,8 @@
 #include "placement/pci_alias.h"
 #include "topology/sources.h"
 
-namespace accel::cluster {
-namespace kubelet_config_test {
+namespace accel::kubelet {
+namespace derive_test {
 
 std::string Src(const std::string& rel) { return std::string(ACCEL_SOURCE_DIR) + "/" + rel; }
 
@@ -353,4 +354,4 @@ TEST(KubeletConfigCheck, MoreThanEightGuestNodesNeedMaxAllowableNumaNodes) {
 }
 
 }  // namespace
-}  // namespace accel::cluster
+}  // namespace accel::kubelet

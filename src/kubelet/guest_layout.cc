@@ -1,9 +1,9 @@
-#include "cluster/guest_layout.h"
+#include "kubelet/guest_layout.h"
 
 #include "common/error.h"
 #include "placement/flavor_cpu_topology.h"
 
-namespace accel::cluster {
+namespace accel::kubelet {
 
 std::vector<GuestCellLayout> GuestLayout::cells_or_one() const {
   if (!cells.empty()) return cells;
@@ -79,4 +79,4 @@ GuestLayout GuestLayoutOf(const placement::PlacementRequest& request, const plac
   return g;
 }
 
-}  // namespace accel::cluster
+}  // namespace accel::kubelet

@@ -1,21 +1,25 @@
-// accel cluster pods' model of the kubelet: the pod reader (API-server defaulting and validation,
-// QoS class), the node a group's kubelet manages (allocatable, reservations, advertised
-// resources), and admission on small hand-built guests for each kubelet rule — single-numa-node,
+// The kubelet layer's model of admission: the pod reader (API-server defaulting and validation,
+// QoS class), the node a kubelet manages (allocatable, reservations), and admission on small hand-built guests for each kubelet rule — single-numa-node,
 // restricted, full-pcpus-only, the Memory Manager's groups, scope container vs pod, devices
 // without a NUMA node, failRequestsGreaterThanOne — plus the example template's groups.
-#include "cluster/pod_admission.h"
+#include "kubelet/admission.h"
 
 #include <gtest/gtest.h>
 
 #include <stdexcept>
 #include <string>
 
+#include "cluster/group_node.h"
 #include "cluster/plan.h"
 #include "cluster/template.h"
 #include "common/error.h"
+#include "kubelet/derive.h"
+#include "kubelet/test_guests.h"
 
-namespace accel::cluster {
-namespace pod_admission_test {
+namespace accel::kubelet {
+namespace admission_test {
+
+using test_guests::Guest;
 
 std::string Src(const std::string& rel) { return std::string(ACCEL_SOURCE_DIR) + "/" + rel; }
 
@@ -133,38 +137,6 @@ TEST(PodReader, RefusesWhatTheApiServerRefusesWithTheKeyPath) {
   EXPECT_THROW(ParsePodText("{", "p"), InputError);
 }
 
-// A guest of `cells` cells, each `cores` cores of `threads` threads and `mib` MiB, GPUs on the
-// given cells (-1: no guest NUMA node), vCPUs numbered cell by cell.
-GuestLayout Guest(int cells, int cores, int threads, uint64_t mib, const std::vector<int>& gpu_cells = {}) {
-  GuestLayout g;
-  g.flavor = "test";
-  g.threads_per_core = threads;
-  g.cores_per_socket = cores * cells;
-  g.vcpus = cells * cores * threads;
-  g.memory_mib = mib * static_cast<uint64_t>(cells);
-  for (int c = 0; c < cells; ++c) {
-    GuestCellLayout cell;
-    cell.cell = c;
-    for (int v = c * cores * threads; v < (c + 1) * cores * threads; ++v) cell.vcpus.Add(v);
-    cell.dedicated_vcpus = cell.vcpus;
-    cell.memory_mib = mib;
-    cell.host_page_kib = 1048576;
-    g.cells.push_back(cell);
-  }
-  int n = 0;
-  for (int c : gpu_cells) {
-    GuestDevice d;
-    d.alias = "h100";
-    d.host_address = "0000:1" + std::to_string(n++) + ":00.0";
-    d.vendor_id = 0x10de;
-    d.device_id = 0x2330;
-    d.role = topology::PciRole::kGpu;
-    d.guest_cell = c;
-    g.devices.push_back(d);
-  }
-  return g;
-}
-
 NodeResource Gpus(const GuestLayout& g, int replicas = 1, int max = 0) {
   NodeResource r{"nvidia.com/gpu", std::vector<int>(g.cells_or_one().size(), 0), 0, max, "test GPUs"};
   for (const GuestDevice& d : g.devices) (d.guest_cell >= 0 ? r.per_cell[static_cast<size_t>(d.guest_cell)] : r.without_cell) += replicas;
@@ -224,66 +196,6 @@ TEST(KubeletNode, ReadsReservationsAndAllocatable) {
   } catch (const InputError& e) {
     EXPECT_EQ(e.field(), "topologyManagerPolicy");
   }
-}
-
-TEST(AdvertisedResources, FollowTheGroupsStack) {
-  ClusterTemplate t;
-  t.source = "t.yaml";
-  NodeGroup g;
-  g.name = "gpu-a";
-  g.vendor = Vendor::kNvidia;
-  g.stack = Stack::kOperator;
-  t.groups = {g};
-  GuestLayout layout = Guest(2, 4, 1, 8192, {0, 0, 1, -1});
-  GuestDevice nic;
-  nic.alias = "cx7";
-  nic.role = topology::PciRole::kNic;
-  nic.rdma = true;
-  nic.guest_cell = 1;
-  layout.devices.push_back(nic);
-
-  std::vector<NodeResource> r = AdvertisedResources(t, t.groups[0], layout);
-  ASSERT_EQ(r.size(), 1u);
-  EXPECT_EQ(r[0].name, "nvidia.com/gpu");
-  EXPECT_EQ(r[0].per_cell, (std::vector<int>{2, 1}));
-  EXPECT_EQ(r[0].without_cell, 1);
-
-  // MIG all-1g.10gb on H100 (7 instances) under strategy single, time-sliced 2 ways, renamed.
-  t.groups[0].sharing.mig = "all-1g.10gb";
-  t.groups[0].sharing.time_slicing = ReplicaSharing{2, true, true};
-  t.groups[0].network.rdma = RdmaMode::kSriov;
-  r = AdvertisedResources(t, t.groups[0], layout);
-  ASSERT_EQ(r.size(), 2u);
-  EXPECT_EQ(r[0].name, "nvidia.com/gpu.shared");
-  EXPECT_EQ(r[0].per_cell, (std::vector<int>{28, 14}));
-  EXPECT_EQ(r[0].max_per_container, 1);
-  EXPECT_EQ(r[1].name, "nvidia.com/gpu_a_rdma");
-  EXPECT_EQ(r[1].per_cell, (std::vector<int>{0, 1}));
-
-  // all-balanced forces mixed: one resource per profile.
-  t.groups[0].sharing = Sharing{};
-  t.groups[0].sharing.mig = "all-balanced";
-  t.groups[0].network.rdma = RdmaMode::kShared;
-  r = AdvertisedResources(t, t.groups[0], layout);
-  std::map<std::string, std::vector<int>> by_name;
-  for (const NodeResource& x : r) by_name[x.name] = x.per_cell;
-  EXPECT_EQ(by_name["nvidia.com/mig-1g.10gb"], (std::vector<int>{4, 2}));
-  EXPECT_EQ(by_name["nvidia.com/mig-2g.20gb"], (std::vector<int>{2, 1}));
-  EXPECT_EQ(by_name["nvidia.com/mig-3g.40gb"], (std::vector<int>{2, 1}));
-  ASSERT_TRUE(by_name.count("rdma/gpu_a_shared"));
-  for (const NodeResource& x : r)
-    if (x.name == "rdma/gpu_a_shared") {
-      EXPECT_FALSE(x.aligned());
-      EXPECT_EQ(x.total(), 63);
-    }
-
-  t.groups[0].sharing.mig = "my-custom-layout";
-  EXPECT_THROW(AdvertisedResources(t, t.groups[0], layout), InputError);
-  // Devices of another vendor have no plugin on an AMD group.
-  t.groups[0].sharing = Sharing{};
-  t.groups[0].vendor = Vendor::kAmd;
-  t.groups[0].network.rdma = RdmaMode::kNone;
-  EXPECT_TRUE(AdvertisedResources(t, t.groups[0], layout).empty());
 }
 
 TEST(PodAdmission, SingleNumaNodeNeedsOneCellForEverythingAligned) {
@@ -483,11 +395,11 @@ TEST(PodAdmission, HugepagesComeFromTheCellOfTheCpus) {
 // The example template's groups: every group's node is modelled, and a typical pod per group is
 // admitted with a count.
 TEST(PodAdmission, ExampleTemplateGroups) {
-  const ClusterTemplate t = LoadClusterTemplate(Src("examples/cluster/ai-prod.yaml"));
-  const ClusterPlan plan = PlanCluster(t);
+  const cluster::ClusterTemplate t = cluster::LoadClusterTemplate(Src("examples/cluster/ai-prod.yaml"));
+  const cluster::ClusterPlan plan = cluster::PlanCluster(t);
   ASSERT_EQ(plan.groups.size(), t.groups.size());
   std::map<std::string, KubeletNode> nodes;
-  for (size_t i = 0; i < t.groups.size(); ++i) nodes.emplace(t.groups[i].name, KubeletNodeOf(t, t.groups[i], plan.groups[i]));
+  for (size_t i = 0; i < t.groups.size(); ++i) nodes.emplace(t.groups[i].name, cluster::KubeletNodeOf(t, t.groups[i], plan.groups[i]));
   const KubeletNode& h100 = nodes.at("h100-train");
   ASSERT_NE(h100.FindResource("nvidia.com/gpu"), nullptr);
   EXPECT_EQ(h100.FindResource("nvidia.com/gpu")->per_cell, (std::vector<int>{2, 2}));
@@ -515,4 +427,4 @@ TEST(PodAdmission, ExampleTemplateGroups) {
 }
 
 }  // namespace
-}  // namespace accel::cluster
+}  // namespace accel::kubelet

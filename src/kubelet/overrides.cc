@@ -1,4 +1,4 @@
-#include "cluster/kubelet_overrides.h"
+#include "kubelet/overrides.h"
 
 #include <algorithm>
 #include <cctype>
@@ -11,7 +11,7 @@
 #include "common/strings.h"
 #include "common/yaml_config.h"
 
-namespace accel::cluster {
+namespace accel::kubelet {
 
 namespace {
 
@@ -434,4 +434,38 @@ json MergeKubeletOverrides(const json& cluster, const json& group) {
   return merged;
 }
 
-}  // namespace accel::cluster
+const std::set<std::string>& AllKubeletFields() {
+  static const std::set<std::string> kFields = {
+      "apiVersion", "kind", "enableServer", "staticPodPath", "podLogsDir", "syncFrequency",
+      "fileCheckFrequency", "httpCheckFrequency", "staticPodURL", "staticPodURLHeader", "address", "port",
+      "readOnlyPort", "tlsCertFile", "tlsPrivateKeyFile", "tlsCipherSuites", "tlsCurvePreferences",
+      "tlsMinVersion", "rotateCertificates", "serverTLSBootstrap", "authentication", "authorization",
+      "registryPullQPS", "registryBurst", "imagePullCredentialsVerificationPolicy",
+      "preloadedImagesVerificationAllowlist", "eventRecordQPS", "eventBurst", "enableDebuggingHandlers",
+      "enableContentionProfiling", "healthzPort", "healthzBindAddress", "oomScoreAdj", "clusterDomain",
+      "clusterDNS", "streamingConnectionIdleTimeout", "nodeStatusUpdateFrequency", "nodeStatusReportFrequency",
+      "nodeLeaseDurationSeconds", "imageMinimumGCAge", "imageMaximumGCAge", "imageGCHighThresholdPercent",
+      "imageGCLowThresholdPercent", "volumeStatsAggPeriod", "kubeletCgroups", "systemCgroups", "cgroupRoot",
+      "cgroupsPerQOS", "cgroupDriver", "cpuManagerPolicy", "singleProcessOOMKill", "cpuManagerPolicyOptions",
+      "cpuManagerReconcilePeriod", "draManagerReconcilePeriod", "memoryManagerPolicy", "topologyManagerPolicy",
+      "topologyManagerScope", "topologyManagerPolicyOptions", "qosReserved", "runtimeRequestTimeout",
+      "hairpinMode", "maxPods", "podCIDR", "podPidsLimit", "resolvConf", "runOnce", "cpuCFSQuota",
+      "cpuCFSQuotaPeriod", "nodeStatusMaxImages", "maxOpenFiles", "contentType", "kubeAPIQPS", "kubeAPIBurst",
+      "serializeImagePulls", "maxParallelImagePulls", "evictionHard", "evictionSoft", "evictionSoftGracePeriod",
+      "evictionPressureTransitionPeriod", "evictionMaxPodGracePeriod", "evictionMinimumReclaim",
+      "mergeDefaultEvictionSettings", "podsPerCore", "enableControllerAttachDetach", "protectKernelDefaults",
+      "makeIPTablesUtilChains", "iptablesMasqueradeBit", "iptablesDropBit", "featureGates", "failSwapOn",
+      "memorySwap", "containerLogMaxSize", "containerLogMaxFiles", "containerLogMaxWorkers",
+      "containerLogMonitorInterval", "configMapAndSecretChangeDetectionStrategy", "systemReserved",
+      "kubeReserved", "reservedSystemCPUs", "showHiddenMetricsForVersion", "systemReservedCgroup",
+      "kubeReservedCgroup", "enforceNodeAllocatable", "allowedUnsafeSysctls", "volumePluginDir", "providerID",
+      "kernelMemcgNotification", "logging", "enableSystemLogHandler", "enableSystemLogQuery",
+      "shutdownGracePeriod", "shutdownGracePeriodCriticalPods", "shutdownGracePeriodByPodPriority",
+      "crashLoopBackOff", "reservedMemory", "enableProfilingHandler", "enableDebugFlagsHandler",
+      "seccompDefault", "memoryThrottlingFactor", "memoryReservationPolicy", "registerWithTaints",
+      "registerNode", "tracing", "localStorageCapacityIsolation", "containerRuntimeEndpoint",
+      "imageServiceEndpoint", "failCgroupV1", "userNamespaces"};
+  return kFields;
+}
+
+}  // namespace accel::kubelet

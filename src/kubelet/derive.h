@@ -1,6 +1,6 @@
 // The KubeletConfiguration (kubelet.config.k8s.io/v1beta1) a node-group VM needs so that the
-// kubelet inside it uses what the flavor pinned, aligned and backed — and the checker that says
-// whether a kubelet configuration will work on a guest layout.
+// kubelet inside it uses what the flavor pinned, aligned and backed. Whether a configuration
+// will work on a guest layout is kubelet/check.h's.
 //
 // Derivation (every choice is recorded in KubeletPlan::choices with its reason; the facts come from
 // shared/reference/platform.md §2 and the Kubernetes docs it cites):
@@ -31,10 +31,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cluster/guest_layout.h"
-#include "cluster/template.h"
+#include "kubelet/guest_layout.h"
+#include "kubelet/version.h"
 
-namespace accel::cluster {
+namespace accel::kubelet {
 
 /// Hugepages the guest kernel reserves on one guest cell (inside the VM, from its RAM).
 struct GuestHugepagePool {
@@ -45,7 +45,7 @@ struct GuestHugepagePool {
 
 /// What the kubelet derivation needs besides the layout.
 struct KubeletInputs {
-  KubernetesVersion version{1, 33, 0};  ///< the cluster's (spec.kubernetesVersion)
+  KubernetesVersion version = kDefaultKubernetesVersion;  ///< the cluster's (spec.kubernetesVersion)
   /// Guest hugepage pools (GuestHugepagePlan in the plan); empty = none.
   std::vector<GuestHugepagePool> hugepages;
   /// KubeletConfiguration fields merged over the derived ones (NodeGroup::kubelet_merged: the
@@ -69,26 +69,7 @@ struct KubeletPlan {
 /// Throws InputError when an override has the wrong type for a field the derivation reads.
 KubeletPlan DeriveKubeletConfig(const GuestLayout& layout, const KubeletInputs& inputs);
 
-/// One problem a kubelet configuration has on a guest layout, with the fix.
-struct KubeletFinding {
-  std::string field;     ///< the field at fault, e.g. "reservedMemory"
-  std::string problem;   ///< what will go wrong, e.g. "the kubelet will not start: ..."
-  std::string fix;       ///< how to fix it
-};
-
-/// Checks `config` (a KubeletConfiguration as JSON) against `layout` and the guest's hugepage
-/// pools: the Memory Manager sum rule per memory type, reservedMemory entries (known NUMA nodes,
-/// no duplicates, non-zero, hugepages within the pools), reservedSystemCPUs (inside the guest,
-/// whole cores when full-pcpus-only or SMT), policy names and option compatibility
-/// (align-by-socket with single-numa-node, a static CPU manager without any reservation,
-/// max-allowable-numa-nodes past 8 nodes, single-numa-node with a device local to no cell),
-/// and option maturity for `version` (alpha options need their feature gate). Returns the
-/// findings; empty when the kubelet will start and admit aligned pods.
-std::vector<KubeletFinding> CheckKubeletConfig(const nlohmann::json& config, const GuestLayout& layout,
-                                               const std::vector<GuestHugepagePool>& hugepages,
-                                               const KubernetesVersion& version);
-
 /// "1536Mi"-style text of `mib` mebibytes ("2Gi" when whole GiB).
 std::string MiQuantity(uint64_t mib);
 
-}  // namespace accel::cluster
+}  // namespace accel::kubelet

@@ -25,10 +25,11 @@
 #include <yaml-cpp/yaml.h>
 
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
-namespace accel::cluster {
+namespace accel::kubelet {
 
 /// The JSON type of a KubeletConfiguration field, with the check accel applies to its value.
 enum class KubeletFieldType {
@@ -62,6 +63,12 @@ struct KubeletField {
 /// Every field accel checks, sorted by name. The list is in docs/schemas.md.
 const std::vector<KubeletField>& KnownKubeletFields();
 
+/// Every top-level field of KubeletConfiguration v1beta1 (kubernetes
+/// staging/src/k8s.io/kubelet/config/v1beta1/types.go, the 1.35 development tree, plus apiVersion
+/// and kind). accel checks the KnownKubeletFields and keeps the others unchecked; a name in
+/// neither is one the kubelet drops (it decodes leniently).
+const std::set<std::string>& AllKubeletFields();
+
 /// The field called `name`, or nullptr.
 const KubeletField* FindKubeletField(const std::string& name);
 
@@ -90,4 +97,4 @@ nlohmann::json ReadKubeletOverrides(const YAML::Node& node, const std::string& w
 /// (reservedMemory, enforceNodeAllocatable) and scalars are replaced whole. Both must be objects.
 nlohmann::json MergeKubeletOverrides(const nlohmann::json& cluster, const nlohmann::json& group);
 
-}  // namespace accel::cluster
+}  // namespace accel::kubelet

@@ -31,17 +31,19 @@
 #include <set>
 #include <string>
 
-#include "cluster/guest_layout.h"
-#include "cluster/kubelet_config.h"
+#include "kubelet/guest_layout.h"
+#include "kubelet/check.h"
+#include "kubelet/derive.h"
 #include "cluster/plan.h"
-#include "cluster/pod_admission.h"
+#include "cluster/group_node.h"
+#include "kubelet/admission.h"
 #include "common/error.h"
 #include "placement/engine.h"
 #include "placement/flavor.h"
 #include "placement/pci_alias.h"
 #include "topology/sources.h"
 
-namespace accel::cluster {
+namespace accel::kubelet {
 namespace kubelet_property_test {
 
 using nlohmann::json;
@@ -305,7 +307,7 @@ TEST(KubeletProperty, EveryExampleFlavorObeysTheKubeletRules) {
           for (int minor : {29, 30, 33, 35, 36}) {
             KubeletInputs in;
             in.version = KubernetesVersion{1, minor, 0};
-            in.hugepages = GuestHugepagesFor(*g);
+            in.hugepages = cluster::GuestHugepagesFor(*g);
             const KubeletPlan plan = DeriveKubeletConfig(*g, in);
             EXPECT_EQ(Describe(Violations(plan.config, *g, in.hugepages, in.version)), "")
                 << f.name << " 1." << minor << "\n" << plan.config.dump(2);
@@ -333,7 +335,7 @@ TEST(KubeletProperty, ThousandRandomFlavorsObeyTheKubeletRules) {
     ++planned;
     KubeletInputs in;
     in.version = KubernetesVersion{1, 29 + static_cast<int>(rng() % 8), 0};
-    in.hugepages = GuestHugepagesFor(*g);
+    in.hugepages = cluster::GuestHugepagesFor(*g);
     in.overrides = RandomReservations(rng);
     const KubeletPlan plan = DeriveKubeletConfig(*g, in);
     const std::vector<std::string> v = Violations(plan.config, *g, in.hugepages, in.version);
@@ -815,7 +817,7 @@ TEST(KubeletProperty, PodsNeverAdmittedWhereTheKubeletRulesReject) {
     const DeviceCellSource source = rng() % 4 == 0 ? DeviceCellSource::kNone : DeviceCellSource::kExpanderBus;
     std::optional<GuestLayout> g = PlanOnFixtures(*req, source);
     if (!g || g->vcpus > 48) continue;  // small guests: the oracle enumerates every permutation
-    const std::vector<GuestHugepagePool> pools = GuestHugepagesFor(*g);
+    const std::vector<GuestHugepagePool> pools = cluster::GuestHugepagesFor(*g);
     // Random policies over the derived configuration.
     json overrides = RandomReservations(rng);
     static const char* const kTopo[] = {"", "", "single-numa-node", "restricted", "best-effort", "none"};
@@ -934,4 +936,4 @@ TEST(KubeletProperty, PodsNeverAdmittedWhereTheKubeletRulesReject) {
 }
 
 }  // namespace
-}  // namespace accel::cluster
+}  // namespace accel::kubelet

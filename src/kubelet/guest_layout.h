@@ -3,7 +3,7 @@
 // passed-through device sits behind which guest cell.
 //
 // It is what the kubelet inside a node-group VM manages, so every kubelet choice accel makes
-// (cluster/kubelet_config.h) is derived from it. Facts it encodes, with their source:
+// (kubelet/derive.h) is derived from it. Facts it encodes, with their source:
 //   - guest cells are the flavor's hw:numa_nodes cells renumbered 0..k-1, each with the vCPUs and
 //     memory the flavor gives it (placement/request.h);
 //   - the guest's CPU topology is Nova's get_best_cpu_topology for the flavor
@@ -26,7 +26,7 @@
 #include "placement/request.h"
 #include "topology/host.h"
 
-namespace accel::cluster {
+namespace accel::kubelet {
 
 /// One guest NUMA cell as the guest kernel sees it.
 struct GuestCellLayout {
@@ -89,4 +89,4 @@ GuestLayout GuestLayoutOf(const placement::PlacementRequest& request, const plac
                           const topology::HostTopology& host,
                           DeviceCellSource source = DeviceCellSource::kExpanderBus);
 
-}  // namespace accel::cluster
+}  // namespace accel::kubelet

@@ -1,19 +1,12 @@
-// What fits on a node: whether the kubelet of a node group's VM admits a pod, and how many such
+// What fits on a node: whether a kubelet admits a pod (kubelet/pod.h) on its node
+// (kubelet/node.h: the guest cells, the reservations, the advertised devices), and how many such
 // pods one node takes (`accel cluster pods`).
 //
-// A pod file (Kubernetes v1 Pod, YAML or JSON) is read as the API server stores it: requests
-// default to limits, extended resources and hugepages need requests == limits, and the pod's QoS
-// class is computed exactly as Kubernetes does (pkg/apis/core/helper/qos ComputePodQOS: only cpu
-// and memory count; Guaranteed when every container — init containers too — has cpu and memory
-// limits and the summed requests equal the summed limits; BestEffort when nothing is requested).
-//
-// The node is the group's guest as its kubelet sees it (KubeletNode): the guest cells of the
-// GuestLayout as NUMA nodes, with the kubelet's reservations taken out (reservedSystemCPUs,
-// reservedMemory per cell, the guest's hugepage pools) and the extended resources the group's
-// device plugins advertise on each cell (AdvertisedResources).
-//
 // The decision follows the kubelet's admission (the topology manager's hint rules, then each
-// manager's Allocate; kubernetes pkg/kubelet/cm, read for this file: topologymanager policy.go
+// manager's Allocate), laid out as the kubelet's own topologymanager is: one function per
+// Topology Manager policy (kubelet/topology_policy.h; policy_none.cc, policy_best_effort.cc,
+// policy_restricted.cc, policy_single_numa_node.cc) over the hints of the CPU, Memory and device
+// managers (topology_hints.cc). Sources (kubernetes pkg/kubelet/cm, read for these files: topologymanager policy.go
 // mergePermutation and the single-numa-node filter, cpumanager policy_static.go
 // generateCPUTopologyHints and the full-pcpus-only check, memorymanager policy_static.go
 // calculateHints, devicemanager topology_hints.go):
@@ -109,173 +102,18 @@
 #include <map>
 #include <memory>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "cluster/guest_layout.h"
-#include "cluster/kubelet_config.h"
-#include "cluster/plan.h"
-#include "cluster/template.h"
 #include "common/cpuset.h"
+#include "kubelet/node.h"
+#include "kubelet/pod.h"
 #include "placement/placement.h"
 #include "placement/usage.h"
 #include "topology/host.h"
 
-namespace accel::cluster {
-
-// ---------------------------------------------------------------------------------------------
-// The pod
-
-/// One container's resources as the API server stores them.
-struct ContainerResources {
-  std::string name;     ///< container name ("containers[1]" when the file gives none)
-  bool init = false;    ///< from spec.initContainers
-  bool sidecar = false; ///< an init container with restartPolicy: Always (runs beside the app)
-  /// Requests in milli-units (1 CPU = 1000, 1 byte = 1000, 1 device = 1000), after defaulting:
-  /// a resource with a limit and no request requests its limit. Zero quantities are dropped.
-  std::map<std::string, int64_t> requests;
-  std::map<std::string, int64_t> limits;  ///< limits, milli-units
-};
-
-/// A pod's resources: what `accel cluster pods` reads of a Pod.
-struct PodResources {
-  std::string name;    ///< metadata.name; "" when absent
-  std::string source;  ///< the file (or `where`), for messages
-  /// Init containers in spec order, then app containers in spec order.
-  std::vector<ContainerResources> containers;
-  /// spec.overhead (RuntimeClass): counted in node allocatable, not by the kubelet's managers.
-  std::map<std::string, int64_t> overhead;
-};
-
-/// Reads a Kubernetes Pod (apiVersion v1, kind Pod) from YAML or JSON text; `where` names it in
-/// errors. Throws InputError (where, key path, problem, fix) for: text that does not parse, a
-/// document that is not a Pod (the error names its kind: a Deployment, Job, ... is refused with
-/// how to extract its pod template), no containers, a quantity that does not parse or is
-/// negative, a request above its limit, an extended resource or hugepages whose request differs
-/// from its limit or that has no limit, a fractional extended resource, an unknown resource name
-/// without a domain, hugepages without a cpu or memory request, pod-level spec.resources (not
-/// modelled), or an unknown key under a container's resources.
-PodResources ParsePodText(std::string_view text, const std::string& where);
-
-/// ParsePodText of the file at `path`. Throws InputError naming the file.
-PodResources LoadPod(const std::string& path);
-
-/// Kubernetes' QoS classes.
-enum class QosClass { kBestEffort, kBurstable, kGuaranteed };
-
-/// "BestEffort", "Burstable", "Guaranteed".
-const char* QosClassName(QosClass qos);
-
-/// The pod's QoS class, exactly as ComputePodQOS (see the header comment).
-QosClass QosOf(const PodResources& pod);
-
-/// The pod's effective request of `resource` in milli-units, as the kubelet's managers and the
-/// scheduler accumulate it (KEP-753): the larger of (any init container, plus the sidecars
-/// started before it) and (every app container plus every sidecar). `limits` reads the limits
-/// instead (the device manager counts limits). Overhead is not included.
-int64_t PodRequestMilli(const PodResources& pod, const std::string& resource, bool limits = false);
-
-// ---------------------------------------------------------------------------------------------
-// The node
-
-/// One extended resource a node advertises, and where its devices sit.
-struct NodeResource {
-  std::string name;           ///< e.g. "nvidia.com/gpu", "nvidia.com/mig-1g.10gb", "rdma/gpu_shared"
-  std::vector<int> per_cell;  ///< devices reporting each guest cell, indexed by cell
-  int without_cell = 0;       ///< devices reporting no NUMA node
-  /// > 0: the plugin refuses a container asking more (failRequestsGreaterThanOne: 1).
-  int max_per_container = 0;
-  std::string origin;         ///< what advertises it, for people ("2 x mi300x, 4 time-slicing replicas each")
-
-  /// Devices in all.
-  int total() const;
-  /// True when some device reports a NUMA node: the kubelet then aligns the resource.
-  bool aligned() const;
-};
-
-/// The extended resources the device plugins of `group` advertise on one of its nodes, whose guest
-/// is `layout` (`t` decides the GPU Operator's cluster-wide MIG strategy). The names and rules are
-/// those the vendor and network stacks of `accel cluster plan` configure (vendor_stack.h,
-/// network_stack.h):
-///   - GPUs/HPUs of the group's vendor: nvidia.com/gpu, amd.com/gpu, habana.ai/gaudi; NVIDIA MIG
-///     (NVIDIA's default mig-parted configs all-disabled, all-enabled, all-balanced, all-<profile>,
-///     laid out per GPU model by check.h's DefaultMigConfig) as nvidia.com/gpu under MIG strategy
-///     single (GPU Operator groups when every NVIDIA operator group's config is uniform; accel agent
-///     groups with all-<profile>) or nvidia.com/mig-<profile> under mixed; time-slicing or MPS
-///     replicas multiply the shared resource (renamed <name>.shared with renameByDefault;
-///     failRequestsGreaterThanOne caps a container at 1). Every device and replica reports its
-///     GPU's guest cell (NVIDIA's plugin copies the parent's topology to MIG devices and replicas;
-///     that AMD's and Habana's plugins report the NUMA node is assumed, unconfirmed — if they do
-///     not, the kubelet admits more than accel predicts, never less).
-///   - RDMA NICs (network_stack.h's RdmaNicsOf; vendor not habana) under RdmaResourceName: rdma
-///     sriov, one per NIC on its cell (the SR-IOV device plugin reports the NUMA node); rdma
-///     shared, rdmaHcaMax (63) for the node without a NUMA node (the RDMA shared device plugin
-///     reports none, shared/reference/fabric-doctor.md §3.2).
-/// Throws InputError (template, spec.nodeGroups[i].sharing.mig) for a MIG config other than those
-/// names, or a MIG config on GPUs accel's MIG catalog does not know.
-std::vector<NodeResource> AdvertisedResources(const ClusterTemplate& t, const NodeGroup& group,
-                                              const GuestLayout& layout);
-
-/// A group's node as its kubelet sees it.
-struct KubeletNode {
-  std::string group;          ///< node group name ("" when built from parts)
-  GuestLayout layout;         ///< the guest
-  std::vector<GuestHugepagePool> hugepages;  ///< the guest's hugepage pools
-  // The kubelet's policies, from its configuration.
-  bool static_cpu = false;        ///< cpuManagerPolicy static
-  bool full_pcpus_only = false;   ///< cpuManagerPolicyOptions full-pcpus-only "true" (static only)
-  std::string topology_policy = "none";  ///< none, best-effort, restricted, single-numa-node
-  bool pod_scope = false;         ///< topologyManagerScope pod (else container)
-  bool static_memory = false;     ///< memoryManagerPolicy Static
-  /// CPUs the kubelet keeps from exclusive use: reservedSystemCPUs, or under static without it
-  /// ceil(kubeReserved + systemReserved cpu) CPUs, lowest whole guest cores first.
-  CpuSet reserved_cpus;
-  int max_pods = 110;             ///< maxPods
-  // Per guest cell (index = cell), what the Memory Manager hands out to Guaranteed pods.
-  std::vector<uint64_t> cell_memory_mib;  ///< RAM - hugepage pools - reservedMemory memory
-  /// page KiB -> MiB: the cell's pool - reservedMemory hugepages-<size>.
-  std::vector<std::map<uint64_t, uint64_t>> cell_hugepages_mib;
-  // Node allocatable (what the scheduler and the kubelet's predicate count requests against).
-  int64_t allocatable_cpu_milli = 0;   ///< vCPUs - reservedSystemCPUs (or kube + system cpu)
-  uint64_t allocatable_memory_mib = 0; ///< RAM - kube - system - evictionHard - hugepage pools
-  std::map<uint64_t, uint64_t> allocatable_hugepages_mib;  ///< page KiB -> MiB
-  std::vector<NodeResource> resources;  ///< advertised extended resources
-  /// Problems CheckKubeletConfig finds in the configuration (the node is modelled as written).
-  std::vector<KubeletFinding> findings;
-
-  /// The guest cells (cells_or_one of the layout).
-  int cell_count() const { return static_cast<int>(cell_memory_mib.size()); }
-  /// The resource called `name`, or nullptr.
-  const NodeResource* FindResource(std::string_view name) const;
-  /// "static CPU Manager (full-pcpus-only), topology single-numa-node (scope pod), memory Static".
-  std::string PolicySummary() const;
-};
-
-/// The node from its parts: `config` is the KubeletConfiguration (JSON) the node runs. Throws
-/// InputError (where "kubelet configuration", the field) when a field the decision reads does not
-/// parse (a policy name the kubelet does not know, a CPU list, a quantity, reservedMemory of a
-/// NUMA node the guest lacks), or when reservations leave a cell negative.
-KubeletNode KubeletNodeFrom(const GuestLayout& layout, const std::vector<GuestHugepagePool>& hugepages,
-                            const nlohmann::json& config, std::vector<NodeResource> resources,
-                            const KubernetesVersion& version = KubernetesVersion{1, 33, 0});
-
-/// The node of `plan` (PlanCluster's plan of `group`) with the group's advertised resources.
-KubeletNode KubeletNodeOf(const ClusterTemplate& t, const NodeGroup& group, const GroupPlan& plan);
-
-/// The guest as a host for the placement engine: one NUMA node per guest cell (id = cell) with the
-/// cell's vCPUs, their SMT siblings as cores (in the cell), the cell's Memory Manager memory as
-/// its base page pool, the hugepage pools as pools; one package; under a host bridge, one PCI
-/// function per advertised device that reports a cell, on that cell (vendor kSyntheticVendorId,
-/// device id = the resource's index in node.resources). Passes topology::CheckInvariants.
-topology::HostTopology GuestHostTopology(const KubeletNode& node);
-
-/// PCI vendor id of GuestHostTopology's devices (no real vendor uses it).
-inline constexpr uint16_t kSyntheticVendorId = 0xacce;
-
-// ---------------------------------------------------------------------------------------------
-// Admission
+namespace accel::kubelet {
 
 /// What a pod (or, under scope container, one of its containers) asks the kubelet's managers for.
 struct AdmissionDemand {
@@ -346,6 +184,9 @@ class NodeAdmission {
   int MemoryAssignments(int cell) const { return state_.assignments[static_cast<size_t>(cell)]; }
 
  private:
+  friend class DemandContext;  // the Topology Manager policies (kubelet/topology_policy.h)
+
+  /// What the pods on the node hold.
   struct State {
     placement::HostUsage usage;   ///< what pods hold on the guest host (exclusive CPUs, memory, devices)
     int64_t cpu_milli = 0;        ///< node allocatable taken
@@ -357,23 +198,10 @@ class NodeAdmission {
     std::vector<int> assignments;          ///< per cell: Guaranteed allocations there
     int pods = 0;
   };
-  // One demand on `state` (steps 2-4); fills *out's cells/placements/masks and commits into *state
-  // when `keep`. Returns false with out->reason/message set when refused.
+  // One demand on `state` (steps 2-4) under the node's Topology Manager policy; fills *out's
+  // cells/placements/masks and commits into *state when `keep`. Returns false with
+  // out->reason/message set when refused.
   bool AdmitDemand(const AdmissionDemand& d, State* state, bool keep, Admission* out) const;
-  // The engine's placement of `d`'s exclusive CPUs, memory and aligned devices on the guest
-  // cells `cells`: as one engine cell on any of them (one_cell), or one engine cell per cell with
-  // the demand split over them in cell order. False with *why when it does not fit.
-  // `memory_cells`, when not empty, are the cells the memory goes to (a subset of `cells`).
-  bool PlaceOnCells(const AdmissionDemand& d, const std::vector<int>& cells, bool one_cell,
-                    const std::vector<int>& memory_cells, const State& state, placement::Placement* placed,
-                    std::string* why) const;
-  // Records what an admitted demand takes on `mask` into *state and *out.
-  void Apply(const placement::Placement* p, const AdmissionDemand& d, const std::vector<int>& mask, bool memory_group,
-             State* state, Admission* out) const;
-  // Free whole-core CPUs of the node (the CPU Manager's GetAvailablePhysicalCPUs).
-  int FreePhysicalCpus(const State& state) const;
-  // "cell 0: 14 free CPUs, 120Gi, 2 nvidia.com/gpu; cell 1: ...", what `d` could use now.
-  std::string RoomSummary(const AdmissionDemand& d, const State& state) const;
 
   std::shared_ptr<const KubeletNode> node_;
   std::shared_ptr<const topology::HostTopology> host_;
@@ -406,4 +234,4 @@ PodFit FitPod(const KubeletNode& node, const PodResources& pod);
 /// per_node, stopped_by{reason, message}, notes[]}.
 nlohmann::ordered_json PodFitJson(const PodFit& fit, const KubeletNode& node);
 
-}  // namespace accel::cluster
+}  // namespace accel::kubelet
