@@ -4,7 +4,6 @@
 
 #include <grpcpp/grpcpp.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 
 #include <algorithm>
 #include <condition_variable>
@@ -19,6 +18,7 @@
 #include "k8s/dra/v1/api.grpc.pb.h"
 #include "k8s/dra/v1beta1/api.grpc.pb.h"
 #include "k8s/pluginregistration/v1/api.grpc.pb.h"
+#include "kube/unix_socket_server.h"
 
 namespace accel::dra {
 
@@ -33,26 +33,11 @@ constexpr std::chrono::milliseconds kCancelPoll{100};
 // How long Stop lets open health streams end and in-flight calls finish.
 constexpr std::chrono::milliseconds kStopGrace{1000};
 
-/// The identity of a socket file we bound, to tell "still ours" from "deleted or replaced". The
-/// change time is part of it because a file system reuses a deleted file's inode number at once.
-struct FileId {
-  dev_t dev = 0;
-  ino_t ino = 0;
-  int64_t ctime_ns = 0;
-  bool operator==(const FileId&) const = default;
-};
-
-/// The socket at `path` as it is now; all zero when missing or not a socket.
-FileId SocketId(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) return {};
-  return {st.st_dev, st.st_ino,
-          static_cast<int64_t>(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec};
-}
-
-void RemoveFile(const std::string& path) {
-  std::error_code ignored;
-  std::filesystem::remove(path, ignored);
+// The services as the raw pointers kube::ServeOnUnixSocket registers (the vectors keep them alive).
+std::vector<grpc::Service*> Raw(const std::vector<std::unique_ptr<grpc::Service>>& services) {
+  std::vector<grpc::Service*> out;
+  for (const auto& s : services) out.push_back(s.get());
+  return out;
 }
 
 template <typename Claim>
@@ -249,14 +234,12 @@ struct Core {
   /// Serialises Start, Stop and CheckSockets. Never held by gRPC handlers.
   std::mutex lifecycle_mu;
   bool running = false;  ///< guarded by lifecycle_mu (and read under state_mu, see below)
-  std::unique_ptr<grpc::Server> registration_server;  ///< guarded by lifecycle_mu
-  std::unique_ptr<grpc::Server> dra_server;           ///< guarded by lifecycle_mu
+  kube::UnixSocketServer registration_server;  ///< guarded by lifecycle_mu
+  kube::UnixSocketServer dra_server;           ///< guarded by lifecycle_mu
   /// The services of the current servers (a service belongs to one server; each listen makes
   /// new ones).
   std::vector<std::unique_ptr<grpc::Service>> registration_services;  ///< lifecycle_mu
   std::vector<std::unique_ptr<grpc::Service>> dra_services;           ///< lifecycle_mu
-  FileId registration_id;  ///< lifecycle_mu
-  FileId dra_id;           ///< lifecycle_mu
   PeriodicThread checker;
 
   /// Guards everything below; handlers take it.
@@ -383,35 +366,6 @@ using HealthServiceV1alpha1 = HealthService<::v1alpha1::DRAResourceHealth::Servi
                                             ::v1alpha1::NodeWatchResourcesRequest,
                                             ::v1alpha1::NodeWatchResourcesResponse>;
 
-/// Binds `services` on `path` (a stale file there is removed first). Throws SystemError.
-std::unique_ptr<grpc::Server> Listen(const std::string& path, const char* what,
-                                     const std::vector<std::unique_ptr<grpc::Service>>& services,
-                                     FileId* id) {
-  if (path.size() >= sizeof(sockaddr_un{}.sun_path)) {
-    throw SystemError(std::string("cannot serve the DRA ") + what + " on", path,
-                      "the path is longer than a unix socket address can be",
-                      "choose a shorter directory");
-  }
-  RemoveFile(path);
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort("unix:" + path, grpc::InsecureServerCredentials());
-  for (const auto& service : services) builder.RegisterService(service.get());
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (!server) {
-    throw SystemError(std::string("cannot serve the DRA ") + what + " on", path,
-                      "gRPC could not bind the socket", "check that the directory is writable");
-  }
-  *id = SocketId(path);
-  return server;
-}
-
-void Shutdown(std::unique_ptr<grpc::Server>& server) {
-  if (!server) return;
-  server->Shutdown(std::chrono::system_clock::now() + kStopGrace);
-  server->Wait();
-  server.reset();
-}
-
 }  // namespace
 
 template <typename Response>
@@ -459,15 +413,15 @@ void Core::ListenDra() {
   services.push_back(std::make_unique<DraServiceV1beta1>(this));
   services.push_back(std::make_unique<HealthServiceV1>(this));
   services.push_back(std::make_unique<HealthServiceV1alpha1>(this));
-  dra_server = Listen(options.DraSocket(), "service", services, &dra_id);
+  dra_server = kube::ServeOnUnixSocket(options.DraSocket(), Raw(services), "the DRA service", "choose a shorter directory");
   dra_services = std::move(services);
 }
 
 void Core::ListenRegistration() {
   std::vector<std::unique_ptr<grpc::Service>> services;
   services.push_back(std::make_unique<RegistrationService>(this));
-  registration_server =
-      Listen(options.RegistrationSocket(), "registration", services, &registration_id);
+  registration_server = kube::ServeOnUnixSocket(options.RegistrationSocket(), Raw(services), "the DRA registration",
+                                          "choose a shorter directory");
   registration_services = std::move(services);
   std::lock_guard<std::mutex> lock(state_mu);
   // A fresh socket is a fresh registration: the kubelet's next verdict decides.
@@ -482,17 +436,12 @@ void Core::StopLocked() {
     health_changed.wait_for(lock, kStopGrace, [this] { return open_streams == 0; });
   }
   // Registration first: the kubelet deregisters the driver before its endpoint goes away.
-  if (registration_server) {
-    Shutdown(registration_server);
-    RemoveFile(options.RegistrationSocket());
-  }
-  if (dra_server) {
-    Shutdown(dra_server);
-    RemoveFile(options.DraSocket());
-  }
+  kube::StopUnixSocketServer(registration_server, kStopGrace);
+  kube::StopUnixSocketServer(dra_server, kStopGrace);
+  registration_server = {};
+  dra_server = {};
   registration_services.clear();
   dra_services.clear();
-  registration_id = dra_id = FileId{};
   running = false;
   std::lock_guard<std::mutex> lock(state_mu);
   is_running = false;
@@ -502,15 +451,17 @@ void Core::StopLocked() {
 int Core::CheckSocketsLocked() {
   if (!running) return 0;
   int recreated = 0;
-  if (SocketId(options.DraSocket()) != dra_id || dra_id == FileId{}) {
-    Shutdown(dra_server);
+  // A socket that is gone or replaced (the kubelet cleans its plugin directories when it
+  // restarts) is served again; the file now there is not ours to remove.
+  if (kube::SocketFileIdOf(options.DraSocket()) != dra_server.id || dra_server.id.none()) {
+    kube::StopUnixSocketServer(dra_server, kStopGrace, /*remove_socket=*/false);
     dra_services.clear();
     ListenDra();
     ++recreated;
     Log("dra: re-created the DRA socket " + options.DraSocket() + " (it was removed)");
   }
-  if (SocketId(options.RegistrationSocket()) != registration_id || registration_id == FileId{}) {
-    Shutdown(registration_server);
+  if (kube::SocketFileIdOf(options.RegistrationSocket()) != registration_server.id || registration_server.id.none()) {
+    kube::StopUnixSocketServer(registration_server, kStopGrace, /*remove_socket=*/false);
     registration_services.clear();
     ListenRegistration();
     ++recreated;
@@ -580,7 +531,7 @@ void DraPluginServer::Start() {
 void DraPluginServer::Stop() {
   std::lock_guard<std::mutex> lifecycle(impl_->lifecycle_mu);
   impl_->checker.Stop();
-  if (!impl_->running && !impl_->dra_server && !impl_->registration_server) return;
+  if (!impl_->running && !impl_->dra_server.server && !impl_->registration_server.server) return;
   impl_->StopLocked();
 }
 

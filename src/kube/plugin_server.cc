@@ -2,15 +2,14 @@
 #include "kube/plugin_server.h"
 
 #include <grpcpp/grpcpp.h>
-#include <sys/un.h>
 
-#include <filesystem>
 #include <mutex>
 #include <stdexcept>
 
 #include "common/error.h"
 #include "k8s/deviceplugin/v1beta1/api.grpc.pb.h"
 #include "kube/plugin_service.h"
+#include "kube/unix_socket_server.h"
 
 namespace accel::kube {
 
@@ -20,11 +19,6 @@ namespace {
 constexpr std::chrono::seconds kRegisterDeadline{10};
 // How long Stop lets open ListAndWatch streams send their empty list, and in-flight calls end.
 constexpr std::chrono::milliseconds kStopGrace{1000};
-
-void RemoveSocket(const std::string& path) {
-  std::error_code ignored;
-  std::filesystem::remove(path, ignored);
-}
 
 grpc::Status Register(const std::string& kubelet_socket, const PluginResource& resource) {
   auto channel = grpc::CreateChannel("unix:" + kubelet_socket, grpc::InsecureChannelCredentials());
@@ -50,7 +44,7 @@ struct DevicePluginServer::Impl {
   /// Guards service (read by NotifyHealthChanged while Start waits on the kubelet).
   std::mutex service_mu;
   std::shared_ptr<PluginService> service;
-  std::unique_ptr<grpc::Server> server;
+  UnixSocketServer server;
 
   std::string plugin_dir() const {
     return node.config != nullptr ? node.config->plugin_dir : PluginConfig().plugin_dir;
@@ -59,17 +53,14 @@ struct DevicePluginServer::Impl {
 
   // Needs lifecycle_mu.
   void StopLocked() {
-    if (!server) return;
+    if (!server.server) return;
     std::shared_ptr<PluginService> old;
     {
       std::lock_guard<std::mutex> lock(service_mu);
       old = std::move(service);
     }
     if (old) old->EndStreams(kStopGrace);
-    server->Shutdown(std::chrono::system_clock::now() + kStopGrace);
-    server->Wait();
-    server.reset();
-    RemoveSocket(socket_path());
+    StopUnixSocketServer(server, kStopGrace);
   }
 };
 
@@ -84,23 +75,8 @@ DevicePluginServer::~DevicePluginServer() { Stop(); }
 void DevicePluginServer::Start() {
   std::lock_guard<std::mutex> lifecycle(impl_->lifecycle_mu);
   impl_->StopLocked();
-  const std::string path = impl_->socket_path();
-  if (path.size() >= sizeof(sockaddr_un{}.sun_path)) {
-    throw SystemError("cannot serve the device plugin on", path,
-                      "the path is longer than a unix socket address can be",
-                      "choose a shorter pluginDir");
-  }
-  RemoveSocket(path);
   auto service = std::make_shared<PluginService>(&impl_->resource, impl_->node);
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort("unix:" + path, grpc::InsecureServerCredentials());
-  builder.RegisterService(service.get());
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (!server) {
-    throw SystemError("cannot serve the device plugin on", path, "gRPC could not bind the socket",
-                      "check that the directory is writable");
-  }
-  impl_->server = std::move(server);
+  impl_->server = ServeOnUnixSocket(impl_->socket_path(), {service.get()}, "the device plugin", "choose a shorter pluginDir");
   {
     std::lock_guard<std::mutex> lock(impl_->service_mu);
     impl_->service = service;

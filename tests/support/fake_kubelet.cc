@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "k8s/podresources/v1/api.grpc.pb.h"
+#include "kube/unix_socket_server.h"
 
 namespace accel::test_support {
 
@@ -133,17 +134,13 @@ class FakeKubelet::Service final : public v1::PodResourcesLister::Service {
 };
 
 struct FakeKubelet::Server {
-  std::unique_ptr<grpc::Server> server;
+  kube::UnixSocketServer server;
 };
 
 FakeKubelet::FakeKubelet(std::string socket_path)
     : socket_path_(std::move(socket_path)), service_(std::make_unique<Service>()) {
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort("unix:" + socket_path_, grpc::InsecureServerCredentials());
-  builder.RegisterService(service_.get());
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (!server) throw std::runtime_error("FakeKubelet: cannot serve on unix:" + socket_path_);
-  server_ = std::make_unique<Server>(Server{std::move(server)});
+  server_ = std::make_unique<Server>(
+      Server{kube::ServeOnUnixSocket(socket_path_, {service_.get()}, "the fake kubelet", "use a shorter temp dir")});
 }
 
 FakeKubelet::~FakeKubelet() { Stop(); }
@@ -171,8 +168,7 @@ uint64_t FakeKubelet::list_calls() const { return service_->list_calls(); }
 void FakeKubelet::Stop() {
   if (!server_) return;
   service_->BeginStop();
-  server_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
-  server_->server->Wait();
+  kube::StopUnixSocketServer(server_->server, std::chrono::seconds(1), /*remove_socket=*/false);
   server_.reset();
 }
 

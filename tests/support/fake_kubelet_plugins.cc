@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "k8s/deviceplugin/v1beta1/api.grpc.pb.h"
+#include "kube/unix_socket_server.h"
 
 namespace accel::test_support {
 
@@ -156,7 +157,7 @@ class FakeDevicePluginKubelet::Service final : public v1beta1::Registration::Ser
 };
 
 struct FakeDevicePluginKubelet::Server {
-  std::unique_ptr<grpc::Server> server;
+  kube::UnixSocketServer server;
 };
 
 FakeDevicePluginKubelet::FakeDevicePluginKubelet(std::string dir)
@@ -169,20 +170,13 @@ FakeDevicePluginKubelet::FakeDevicePluginKubelet(std::string dir)
 FakeDevicePluginKubelet::~FakeDevicePluginKubelet() { Stop(); }
 
 void FakeDevicePluginKubelet::Serve() {
-  std::error_code ignored;
-  std::filesystem::remove(socket_path(), ignored);
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort("unix:" + socket_path(), grpc::InsecureServerCredentials());
-  builder.RegisterService(service_.get());
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (!server) throw std::runtime_error("FakeDevicePluginKubelet: cannot serve on " + socket_path());
-  server_ = std::make_unique<Server>(Server{std::move(server)});
+  server_ = std::make_unique<Server>(
+      Server{kube::ServeOnUnixSocket(socket_path(), {service_.get()}, "the fake kubelet", "use a shorter temp dir")});
 }
 
 void FakeDevicePluginKubelet::StopServing() {
   if (!server_) return;
-  server_->server->Shutdown(In(std::chrono::seconds(1)));
-  server_->server->Wait();
+  kube::StopUnixSocketServer(server_->server, std::chrono::seconds(1), /*remove_socket=*/false);
   server_.reset();
 }
 
