@@ -500,7 +500,10 @@ def _nova_usage(host_state):
         pool's count is its FREE devices: Nova takes a device out of its pool when an instance
         claims it, and the scheduler drops a pool whose last device it consumed, so the devices
         of the host in no pool are held (or not in [pci]device_spec: Nova cannot hand them out
-        either). Left out when the HostState has no pci_stats.
+        either). A pool of devices without a NUMA node (libvirt reports none; Nova's pool has
+        numa_node None) is sent with numa_node null, and accel reads it as exactly those
+        devices, never as "any node": hw:pci_numa_affinity_policy legacy and preferred may use
+        them, required and socket may not. Left out when the HostState has no pci_stats.
     """
     topology = host_state.numa_topology
     if not topology or not topology.cells:
@@ -530,7 +533,8 @@ def _nova_usage(host_state):
 
 def _pci_free(host_state):
     """((vendor, product, numa node), free devices) of the HostState's PCI pools, summed and
-    sorted; None without pci_stats."""
+    sorted; the numa node is None for the pool of devices without one. None without
+    pci_stats."""
     if host_state.pci_stats is None:
         return None
     free = {}

@@ -1,9 +1,12 @@
 #include "fleet/nova_usage.h"
 
 #include <algorithm>
+#include <climits>
 #include <set>
+#include <vector>
 
 #include "common/error.h"
+#include "common/strings.h"
 
 namespace accel::fleet {
 
@@ -29,6 +32,53 @@ uint16_t HexId(const nlohmann::json& j, const char* key, const std::string& wher
   }
   if (used != s.size() || s.empty() || v > 0xffff) throw InputError(where, field + "." + key, "'" + s + "' is not a 16-bit hex id");
   return static_cast<uint16_t>(v);
+}
+
+// A pool's numa_node: the node id, or -1 for a pool of devices whose NUMA node is unknown (null,
+// absent or -1: Nova keeps such devices in pools with numa_node None).
+int PoolNode(const nlohmann::json& p, const std::string& where, const std::string& field) {
+  if (!p.contains("numa_node") || p["numa_node"].is_null()) return -1;
+  const nlohmann::json& n = p["numa_node"];
+  const bool in_range = n.is_number_unsigned() ? n.get<uint64_t>() <= static_cast<uint64_t>(INT_MAX)
+                                               : n.is_number_integer() && n.get<int64_t>() >= -1;
+  if (!in_range)
+    throw InputError(where, field + ".numa_node", n.dump() + " is not a NUMA node id",
+                     "a host NUMA node id (0 or more), or null (or -1) for devices whose NUMA node is unknown");
+  return static_cast<int>(n.get<int64_t>());
+}
+
+// "on NUMA node 1" / "whose NUMA node is unknown", for messages.
+std::string NodePhrase(int node) {
+  return node < 0 ? "whose NUMA node is unknown" : "on NUMA node " + std::to_string(node);
+}
+
+// The devices of `host` with this vendor/product in pool `node` (-1: devices of unknown NUMA
+// node, not any node) that `taken` does not hold yet, in address order.
+std::vector<std::string> PoolDevices(const topology::HostTopology& host, uint16_t vendor, uint16_t product, int node,
+                                     const std::set<std::string>& taken) {
+  std::vector<std::string> out;
+  for (const topology::PciDevice& d : host.pci)
+    if (d.vendor_id == vendor && d.device_id == product && (node < 0 ? d.numa_node < 0 : d.numa_node == node) &&
+        !taken.count(d.address))
+      out.push_back(d.address);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// The error for a pool entry that counts `n` devices (`what`: "used" or "free") beyond what the
+// host has left in its pool once `taken` (earlier entries' devices) are out.
+InputError TooMany(const std::string& where, const std::string& field, int64_t n, const char* what,
+                   const topology::HostTopology& host, uint16_t vendor, uint16_t product, int node,
+                   const std::set<std::string>& taken) {
+  const size_t all = PoolDevices(host, vendor, product, node, {}).size();
+  const size_t earlier = all - PoolDevices(host, vendor, product, node, taken).size();
+  std::string problem = std::to_string(n) + " " + what + ", but the host has " + std::to_string(all) + " " +
+                        Hex4(vendor) + ":" + Hex4(product) + " devices " + NodePhrase(node);
+  if (earlier > 0) problem += " and earlier entries counted " + std::to_string(earlier) + " of them";
+  return InputError(where, field, problem,
+                    node < 0 ? "numa_node null (or -1, or none) is the pool of devices whose NUMA node is unknown, "
+                               "not any node; check that accel's topology of the host is the compute node's"
+                             : "check that accel's topology of the host is the compute node's");
 }
 
 }  // namespace
@@ -76,23 +126,19 @@ placement::HostUsage UsageFromNova(const nlohmann::json& nova, const topology::H
       if (!p.is_object()) throw InputError(where, field, "must be an object");
       const uint16_t vendor = HexId(p, "vendor_id", where, field);
       const uint16_t product = HexId(p, "product_id", where, field);
-      const int node = static_cast<int>(p.contains("numa_node") && p["numa_node"].is_number_integer() ? p["numa_node"].get<int>() : -1);
-      int64_t used = IntField(p, "used", where, field);
-      std::vector<std::string> matching;
-      for (const topology::PciDevice& d : host.pci)
-        if (d.vendor_id == vendor && d.device_id == product && (node < 0 || d.numa_node == node) && !usage.devices.count(d.address))
-          matching.push_back(d.address);
-      std::sort(matching.begin(), matching.end());
+      const int node = PoolNode(p, where, field);
+      const int64_t used = IntField(p, "used", where, field);
+      const std::vector<std::string> matching = PoolDevices(host, vendor, product, node, usage.devices);
       if (used > static_cast<int64_t>(matching.size()))
-        throw InputError(where, field + ".used", std::to_string(used) + " used, but the host has " +
-                                                     std::to_string(matching.size()) + " such devices there");
+        throw TooMany(where, field + ".used", used, "used", host, vendor, product, node, usage.devices);
       for (int64_t k = 0; k < used; ++k) usage.devices.insert(matching[static_cast<size_t>(k)]);
     }
   }
   if (nova.contains("pci_free")) {
     // Nova's PCI pools count FREE devices (nova/pci/stats.py): a claimed device leaves its pool
     // and the scheduler drops a pool whose last device it consumed. So every device of the host
-    // is held except, per entry, `free` devices with its vendor/product on its node.
+    // is held except, per entry, `free` devices with its vendor/product in its pool: on its node,
+    // or (numa_node null) among the devices whose NUMA node is unknown.
     if (nova.contains("pci")) throw InputError(where, "pci_free", "give pci (used devices) or pci_free (free devices), not both");
     if (!nova["pci_free"].is_array()) throw InputError(where, "pci_free", "must be a list");
     std::set<std::string> free_devices;
@@ -102,16 +148,11 @@ placement::HostUsage UsageFromNova(const nlohmann::json& nova, const topology::H
       if (!p.is_object()) throw InputError(where, field, "must be an object");
       const uint16_t vendor = HexId(p, "vendor_id", where, field);
       const uint16_t product = HexId(p, "product_id", where, field);
-      const int node = static_cast<int>(p.contains("numa_node") && p["numa_node"].is_number_integer() ? p["numa_node"].get<int>() : -1);
+      const int node = PoolNode(p, where, field);
       const int64_t free = IntField(p, "free", where, field);
-      std::vector<std::string> matching;
-      for (const topology::PciDevice& d : host.pci)
-        if (d.vendor_id == vendor && d.device_id == product && (node < 0 || d.numa_node == node) && !free_devices.count(d.address))
-          matching.push_back(d.address);
-      std::sort(matching.begin(), matching.end());
+      const std::vector<std::string> matching = PoolDevices(host, vendor, product, node, free_devices);
       if (free > static_cast<int64_t>(matching.size()))
-        throw InputError(where, field + ".free", std::to_string(free) + " free, but the host has " +
-                                                     std::to_string(matching.size()) + " such devices there");
+        throw TooMany(where, field + ".free", free, "free", host, vendor, product, node, free_devices);
       for (int64_t k = 0; k < free; ++k) free_devices.insert(matching[static_cast<size_t>(k)]);
     }
     for (const topology::PciDevice& d : host.pci)

@@ -65,6 +65,7 @@ DevicePool::DevicePool(const topology::HostTopology& host, const HostUsage& usag
     : nodes_(nodes), requests_(requests) {
   match_begin_.assign(requests.size() + 1, 0);
   per_node_.assign(nodes.size() + 1, 0);
+  for (const NodeView& n : nodes) packages_known_ = packages_known_ && n.package >= 0;
   if (requests.empty()) return;
   for (const PciRequest& r : requests) {
     if (r.numa_policy != PciNumaPolicy::kPreferred) {
@@ -112,8 +113,9 @@ int DevicePool::Rank(const PciRequest& req, int node, std::span<const uint8_t> o
                      std::span<const uint8_t> on_package) const {
   const bool local = node >= 0 && on_node[node];
   const bool unknown = node < 0;
-  const bool same_socket = node >= 0 && nodes_[node].package >= 0 &&
-                           on_package[nodes_[node].package];
+  // Nova's socket policy needs the socket of every host cell (_filter_pools_for_socket_affinity
+  // returns no pool when one is None).
+  const bool same_socket = node >= 0 && packages_known_ && on_package[nodes_[node].package];
   if (floating) return local ? 0 : unknown ? 1 : 3;
   if (local) return 0;
   switch (req.numa_policy) {
@@ -218,7 +220,7 @@ SmallVector<int, 16> DevicePool::ConstrainingNodes() const {
       int node = candidates_[match_[i]].node;
       if (node < 0) continue;
       mark[node] = 1;
-      if (requests_[r].numa_policy != PciNumaPolicy::kSocket || nodes_[node].package < 0) continue;
+      if (requests_[r].numa_policy != PciNumaPolicy::kSocket || !packages_known_) continue;
       for (size_t j = 0; j < nodes_.size(); ++j)
         if (nodes_[j].package == nodes_[node].package) mark[j] = 1;
     }

@@ -1,10 +1,21 @@
 // Choosing PCI devices for a guest's PCI requests under Nova's NUMA affinity policies.
 //
 // A DevicePool holds the free host devices that match at least one request. Given the host
-// nodes the guest's cells occupy, it decides whether every request can get its count of
-// distinct devices, and which: local devices first, then devices of unknown NUMA node, then
-// same-socket, then remote; among equals round-robin over nodes (so a guest spanning nodes gets
-// a device per cell), then in address order. Immutable after construction; thread-safe.
+// nodes S the guest's cells occupy, it decides whether every request can get its count of
+// distinct devices, and which. Eligible, as Nova's PciDeviceStats._filter_pools_for_numa_cells
+// (nova/pci/stats.py) decides for a guest with a NUMA topology:
+//   - required:  devices on S;
+//   - legacy:    devices on S or of unknown NUMA node (topology::PciDevice::numa_node < 0);
+//   - socket:    devices on S or on a node of a package that holds a node of S — never devices
+//                of unknown node; and only S when some node of the host has no single package
+//                (NumaNode::package -1: Nova's NUMACell.socket None, and Nova then drops the
+//                socket fallback for the whole host);
+//   - preferred: any device.
+// A guest without NUMA topology (`floating`) may take any device, whatever the policy. Nova uses
+// only local devices when they are enough and widens otherwise; a count decides the same, so the
+// pool simply prefers: local devices first, then devices of unknown NUMA node, then same-socket,
+// then remote; among equals round-robin over nodes (so a guest spanning nodes gets a device per
+// cell), then in address order. Immutable after construction; thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -46,7 +57,7 @@ class DevicePool {
 
   /// Node indexes whose devices matter for a policy that restricts locality (required,
   /// legacy, socket): nodes holding a matching free device, widened to whole packages for
-  /// socket. Ascending.
+  /// socket (when every node has a package). Ascending.
   SmallVector<int, 16> ConstrainingNodes() const;
   /// Free matching devices on node index `node` (-1: devices of unknown node) for any request.
   int DevicesOnNode(int node) const { return per_node_[node + 1]; }
@@ -77,6 +88,7 @@ class DevicePool {
   int constrained_slots_ = 0;
   bool constrains_ = false;
   bool has_socket_ = false;
+  bool packages_known_ = true;  // every node has a package: the socket policy may look past S
 };
 
 }  // namespace accel::placement

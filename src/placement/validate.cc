@@ -94,7 +94,10 @@ bool Eligible(const PciRequest& r, int node, const std::vector<NodeView>& views,
   if (floating || r.numa_policy == PciNumaPolicy::kPreferred) return true;
   if (node >= 0 && on_node.count(node)) return true;
   if (r.numa_policy == PciNumaPolicy::kLegacy) return node < 0;
-  if (r.numa_policy == PciNumaPolicy::kSocket && node >= 0 && views[node].package >= 0)
+  // socket: never a device of unknown node, and nothing beyond the guest's nodes when some node
+  // has no single package (Nova's socket policy then finds no pool: pci_fit.h).
+  if (r.numa_policy == PciNumaPolicy::kSocket && node >= 0 &&
+      std::all_of(views.begin(), views.end(), [](const NodeView& v) { return v.package >= 0; }))
     for (int h : on_node)
       if (views[h].package == views[node].package) return true;
   return false;

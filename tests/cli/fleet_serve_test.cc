@@ -342,8 +342,9 @@ TEST_F(FleetServeCli, EveryRouteAnswersAsTheSpecSays) {
   EXPECT_THAT(filtered["rejected"]["hpu-a"].get<std::string>(), HasSubstr("maintenance"));
   EXPECT_THAT(filtered["rejected"]["h200-a"].get<std::string>(), HasSubstr("h100"));
   EXPECT_TRUE(filtered["rejected"].contains("nope"));
-  // With Nova's usage for a host (all its H100s used), that host no longer takes it.
-  const json all_h100_used = {{"pci", {{{"vendor_id", "10de"}, {"product_id", "2330"}, {"used", 8}}}}};
+  // With Nova's usage for a host (all its H100s used: 4 per node), that host no longer takes it.
+  const json all_h100_used = {{"pci", {{{"vendor_id", "10de"}, {"product_id", "2330"}, {"numa_node", 0}, {"used", 4}},
+                                       {{"vendor_id", "10de"}, {"product_id", "2330"}, {"numa_node", 1}, {"used", 4}}}}};
   r = api.Post("/api/v1/filter", json({{"flavor", Flavor("gpu-1g.yaml")},
                                        {"aliases", Aliases()},
                                        {"hosts", {"h100-a", "h100-b"}},
@@ -449,6 +450,22 @@ TEST_F(FleetServeCli, BadInputIs400NamingTheField) {
         false);
     ASSERT_EQ(f.status, 200) << f.body;
     EXPECT_THAT(f.Json()["rejected"]["h100-a"].get<std::string>(), HasSubstr("usage.h100-a")) << f.body;
+  }
+  // A pool with numa_node null holds devices whose NUMA node is unknown, not any node: every H100
+  // of h100-a has a node, so Nova's null pool of 2 does not match the host.
+  {
+    const json null_pool = {{"cells", json::array()},
+                            {"pci_free", {{{"vendor_id", "10de"}, {"product_id", "2330"}, {"numa_node", nullptr}, {"free", 2}}}}};
+    test_support::ApiReply f = api.Post(
+        "/api/v1/filter",
+        json({{"flavor", Flavor("gpu-1g.yaml")}, {"aliases", Aliases()}, {"hosts", {"h100-a"}},
+              {"usage", {{"h100-a", null_pool}}}}).dump(),
+        false);
+    ASSERT_EQ(f.status, 200) << f.body;
+    EXPECT_EQ(f.Json()["hosts"], json::array()) << f.body;
+    EXPECT_THAT(f.Json()["rejected"]["h100-a"].get<std::string>(),
+                HasSubstr("usage.h100-a: pci_free[0].free: 2 free, but the host has 0 10de:2330 devices whose NUMA node is unknown"))
+        << f.body;
   }
   test_support::ApiReply r = api.Get("/api/v1/hosts?where=%3Drack-3");
   EXPECT_EQ(r.status, 400) << r.body;

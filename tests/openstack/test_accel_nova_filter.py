@@ -11,7 +11,9 @@ through HostManager.get_filtered_hosts, the call FilterScheduler makes per insta
 HostState.consume_from_request between indexes as SchedulerManager._schedule does. Request specs
 are built as nova-api builds them (hardware.numa_get_constraints, pci.request.
 get_pci_requests_from_flavor), HostStates with NUMA cells and PCI pools as Nova 26's libvirt
-driver reports them (nova_host_state), so the filter sends Nova's usage of each host. The fleet
+driver reports them (nova_host_state), so the filter sends Nova's usage of each host; hosts
+mixing NUMA-local GPUs and GPUs without a NUMA node are fixtures changed here (DERIVED_HOSTS),
+whose Nova pools for those GPUs have numa_node None as nova-compute reports them. The fleet
 is made with the accel CLI in a temporary SQLite store; each test class starts its own service on
 127.0.0.1:0. Bare HostStates (host_states: no NUMA topology) are answered from accel's store.
 
@@ -179,14 +181,17 @@ def nova_flavor(name, vcpus, memory_mb, extra_specs):
 
 
 def request_spec(flavor, num_instances=1, **kwargs):
-    """A RequestSpec as nova-api makes it: NUMA constraints and PCI requests from the flavor."""
+    """A RequestSpec as nova-api makes it (nova/compute/api.py _validate_and_build_base_options):
+    NUMA constraints and PCI requests from the flavor, the requests with the flavor's
+    hw:pci_numa_affinity_policy in place of the alias's numa_policy."""
     image = objects.ImageMeta.from_dict({})
     return objects.RequestSpec(
         flavor=flavor,
         num_instances=num_instances,
         image=image,
         numa_topology=hardware.numa_get_constraints(flavor, image),
-        pci_requests=pci_request.get_pci_requests_from_flavor(flavor),
+        pci_requests=pci_request.get_pci_requests_from_flavor(
+            flavor, affinity_policy=hardware.get_pci_numa_policy_constraint(flavor, image)),
         ignore_hosts=None, force_hosts=None, force_nodes=None,
         requested_destination=None,
         scheduler_hints=kwargs.pop('scheduler_hints', {}),
@@ -514,20 +519,30 @@ def cpulist(cpus):
     return ','.join(out)
 
 
+def nova_numa_node(dev):
+    """A device's NUMA node as nova-compute reports it: None when the host JSON says -1 (libvirt
+    writes no <numa node=.../> for a device whose sysfs numa_node is -1, so Nova's PciDevice and
+    its pool carry numa_node None)."""
+    node = dev.get('numa_node')
+    return node if node is not None and node >= 0 else None
+
+
 def nova_pci_pools(host_json, aliases, limit=None):
     """The PCI pools nova-compute reports for this hardware with a [pci]device_spec that allows
-    every device of a type-PCI alias (at most `limit` devices per pool when given)."""
+    every device of a type-PCI alias (at most `limit` devices per pool when given): one pool per
+    vendor, product and NUMA node (None for the devices without one), in the order of their first
+    device, as PciDeviceStats.add_device makes them."""
     wanted = {(a['vendor_id'], a['product_id']) for a in aliases
               if a.get('device_type', 'type-PCI') == 'type-PCI'}
     counts = {}
     for dev in host_json['pci']:
-        key = (dev.get('vendor_id'), dev.get('device_id'), dev.get('numa_node'))
+        key = (dev.get('vendor_id'), dev.get('device_id'), nova_numa_node(dev))
         if key[:2] in wanted:
             counts[key] = counts.get(key, 0) + 1
     return objects.PciDevicePoolList(objects=[objects.PciDevicePool.from_dict({
         'vendor_id': v, 'product_id': p, 'numa_node': n,
         'count': c if limit is None else min(c, limit), 'dev_type': 'type-PCI'})
-        for (v, p, n), c in sorted(counts.items())])
+        for (v, p, n), c in counts.items()])
 
 
 def nova_host_state(name, host_json, aliases, split=None, pci_limit=None, reserved_1g=0):
@@ -545,8 +560,11 @@ def nova_host_state(name, host_json, aliases, split=None, pci_limit=None, reserv
     for node in host_json['numa_nodes']:
         cpus = parse_cpus(node['cpus'])
         shared, dedicated = split if split else (cpus, cpus)
+        # A node whose CPUs are not in one package: the libvirt driver leaves the cell's socket
+        # None (and Nova's socket PCI NUMA affinity policy then has no fallback on the host).
+        socket = node['package'] if node['package'] >= 0 else None
         cells.append(objects.NUMACell(
-            id=node['id'], socket=node['package'], cpuset=cpus & shared,
+            id=node['id'], socket=socket, cpuset=cpus & shared,
             pcpuset=cpus & dedicated, memory=node['memory_kib'] // 1024, memory_usage=0,
             cpu_usage=0, pinned_cpus=set(), siblings=[parse_cpus(c) for c in node['cores']],
             mempages=[objects.NUMAPagesTopology(
@@ -567,7 +585,60 @@ def nova_host_state(name, host_json, aliases, split=None, pci_limit=None, reserv
 
 
 def read_host(sku):
+    """The host JSON of a fixture SKU, or of a DERIVED_HOSTS one."""
+    if sku in DERIVED_HOSTS:
+        return DERIVED_HOSTS[sku]()
     return read_json(os.path.join(HOSTS, sku + '.json'))
+
+
+def topology_file(workdir, sku):
+    """A file `accel fleet host add --topology` reads for `sku` (derived ones written to workdir)."""
+    if sku not in DERIVED_HOSTS:
+        return os.path.join(HOSTS, sku + '.json')
+    path = os.path.join(workdir, sku + '.json')
+    with open(path, 'w') as f:
+        json.dump(read_host(sku), f, indent=1)
+    return path
+
+
+def derived_host(fixture, numa_less=(), drop=(), no_package=()):
+    """A fixture machine changed as real ones come: the PCI devices at `numa_less` addresses with
+    no NUMA node (numa_node -1: firmware without _PXM for their root ports), those at `drop`
+    gone, the NUMA nodes `no_package` in no single package (package -1)."""
+    def build():
+        host = read_json(os.path.join(HOSTS, fixture + '.json'))
+        host['pci'] = [d for d in host['pci'] if d['address'] not in drop]
+        for dev in host['pci']:
+            if dev['address'] in numa_less:
+                dev['numa_node'] = -1
+        for node in host['numa_nodes']:
+            if node['id'] in no_package:
+                node['package'] = -1
+        return host
+    return build
+
+
+# HGX H100 GPUs in address order: 1b 43 52 61 on node 0, 9d c3 d1 df on node 1.
+# EPYC NPS4 MI300X: one GPU per node 0-7 (04 24 44 64 on socket 0, 84 a4 c4 e4 on socket 1).
+DERIVED_HOSTS = {
+    # The user's host (issue 24): two GPUs on node 0, two without a NUMA node.
+    'hgx-h100-2local-2numaless': derived_host(
+        'hgx-h100', numa_less={'0000:9d:00.0', '0000:c3:00.0'},
+        drop={'0000:52:00.0', '0000:61:00.0', '0000:d1:00.0', '0000:df:00.0'}),
+    # Two GPUs per node and four without a node, in address order between and after them.
+    'hgx-h100-numaless': derived_host(
+        'hgx-h100', numa_less={'0000:52:00.0', '0000:61:00.0', '0000:d1:00.0', '0000:df:00.0'}),
+    # Four nodes per socket, every other node's GPU without a NUMA node: the socket policy
+    # reaches the GPUs of the socket's other nodes, never the NUMA-less ones.
+    'epyc-nps4-mi300x-numaless': derived_host(
+        'epyc-nps4-mi300x',
+        numa_less={'0000:24:00.0', '0000:64:00.0', '0000:a4:00.0', '0000:e4:00.0'}),
+    # The same with node 7 in no single package: Nova's cell socket None, no socket fallback.
+    'epyc-nps4-mi300x-numaless-nosocket': derived_host(
+        'epyc-nps4-mi300x',
+        numa_less={'0000:24:00.0', '0000:64:00.0', '0000:a4:00.0', '0000:e4:00.0'},
+        no_package={7}),
+}
 
 
 def load_flavor(name):
@@ -610,7 +681,7 @@ class NovaComparisonTestCase(NovaFilterTestCase):
         cls.addClassCleanup(shutil.rmtree, cls.workdir, True)
         cls.store = 'sqlite:' + os.path.join(cls.workdir, 'fleet.db')
         for sku in cls.SKUS:
-            topology = os.path.join(HOSTS, sku + '.json')
+            topology = topology_file(cls.workdir, sku)
             accel('fleet', 'host', 'add', '--store', cls.store, '--topology', topology,
                   '--name', sku)
             shared, dedicated = split_policy(read_host(sku))
@@ -903,6 +974,194 @@ class TestUsageReplacesTheStore(ServiceTestCase):
         self.assertEqual(self.passing([h], spec, 1), [])
         self.assertNotIn('usage', self.calls[-1])
         self.assertEqual(self.calls[-1]['count'], 2)
+
+
+POLICIES = ['required', 'legacy', 'preferred', 'socket']  # Nova 26: PCINUMAAffinityPolicy.ALL
+
+
+def affinity_flavor(policy, alias, count, vcpus=8, gib=16, cells=1, floating=False):
+    """`count` devices of `alias` under hw:pci_numa_affinity_policy `policy` (which overrides the
+    alias's numa_policy): pinned vCPUs and 1 GiB pages over `cells` guest cells, or (floating) a
+    guest with no NUMA topology at all."""
+    specs = {'pci_passthrough:alias': '%s:%d' % (alias, count),
+             'hw:pci_numa_affinity_policy': policy}
+    if not floating:
+        specs.update({'hw:cpu_policy': 'dedicated', 'hw:mem_page_size': '1GB'})
+        if cells > 1:
+            specs['hw:numa_nodes'] = str(cells)
+    name = '%s-%s%d-%s' % (policy, alias, count, 'float' if floating else '%dc%dg' % (cells, gib))
+    return nova_flavor(name, vcpus, gib * 1024, specs)
+
+
+class TestDevicesWithoutNumaNode(NovaComparisonTestCase):
+    """Hosts mixing NUMA-local GPUs and GPUs without a NUMA node (nova-compute reports the latter
+    in PCI pools with numa_node None, the filter sends them as null, and accel holds exactly
+    those devices free: src/fleet/nova_usage.h): accel passes what Nova's NUMATopologyFilter +
+    PciPassthroughFilter pass under every PCI NUMA affinity policy, instance by instance, for
+    requests of several instances consumed one after another as the scheduler does."""
+
+    # hgx-h100 too: service_reads_pci_free asks for it.
+    SKUS = ['hgx-h100', 'hgx-h100-2local-2numaless', 'hgx-h100-numaless',
+            'epyc-nps4-mi300x-numaless', 'epyc-nps4-mi300x-numaless-nosocket']
+    MIXED = SKUS[1:]
+
+    def alias(self, sku):
+        return 'mi300x' if 'mi300x' in sku else 'h100'
+
+    def request(self, h, spec, what):
+        """Every instance of `spec` on h, as SchedulerManager._schedule: index k compared with
+        Nova on the host as the k before left it, the chosen host consumed. Returns how many
+        instances both placed (they stop at the first both refuse)."""
+        for index in range(spec.num_instances):
+            if not self.assertSameAnswer(h, spec, index, '%s, instance %d of %d' % (
+                    what, index + 1, spec.num_instances)):
+                return index
+            h.consume_from_request(spec)
+        return spec.num_instances
+
+    def fill(self, sku, flavor, per_request=3):
+        """Requests of `per_request` instances of `flavor` on an idle `sku` until one places
+        nothing; returns the instances placed."""
+        h = self.host(sku)
+        total = 0
+        while total < 32:
+            placed = self.request(h, request_spec(flavor, num_instances=per_request),
+                                  '%s on %s after %d' % (flavor.name, sku, total))
+            total += placed
+            if placed < per_request:
+                break
+        return total
+
+    def free_pools(self, h):
+        return [(p['numa_node'], p['free']) for p in accel_nova_filter._nova_usage(h)['pci_free']]
+
+    def test_novas_null_pool_is_sent_as_null(self):
+        h = self.host('hgx-h100-numaless')
+        self.assertEqual(sorted(self.free_pools(h), key=repr), [(0, 2), (1, 2), (None, 4)])
+        body = json.dumps(accel_nova_filter._nova_usage(h))
+        self.assertIn('"numa_node": null, "free": 4', body)
+
+    def test_users_case_socket_refuses_the_second_instance(self):
+        # Two node-0 GPUs and two without a NUMA node; gpu:2 under socket, two instances in one
+        # request. The first takes the node-0 pair; for the second no allowed node has 2 free
+        # (NUMA-less devices are not on any socket), so Nova refuses the host — and so must
+        # accel, where a null pool read as "any node" freed the node-0 pair again.
+        h = self.host('hgx-h100-2local-2numaless')
+        self.assertEqual(self.free_pools(h), [(0, 2), (None, 2)])
+        spec = request_spec(affinity_flavor('socket', 'h100', 2), num_instances=2)
+        self.assertTrue(self.assertSameAnswer(h, spec, 0, 'socket gpu:2, instance 1'))
+        h.consume_from_request(spec)
+        self.assertEqual(self.free_pools(h), [(None, 2)])
+        with self.assertLogs(LOGGER, level='DEBUG') as logs:
+            self.assertFalse(self.assertSameAnswer(h, spec, 1, 'socket gpu:2, instance 2'))
+        self.assertIn('hgx-h100-2local-2numaless rejected for flavor socket-h100', '\n'.join(logs.output))
+        self.assertEqual(self.calls[-1]['usage']['hgx-h100-2local-2numaless']['pci_free'],
+                         [{'vendor_id': '10de', 'product_id': '2330', 'numa_node': None, 'free': 2}])
+        # required refuses it too; legacy and preferred take the NUMA-less pair.
+        for policy, second in [('required', False), ('legacy', True), ('preferred', True)]:
+            h = self.host('hgx-h100-2local-2numaless')
+            spec = request_spec(affinity_flavor(policy, 'h100', 2), num_instances=2)
+            self.assertEqual(self.request(h, spec, '%s gpu:2' % policy), 2 if second else 1)
+
+    def test_mirror_case_legacy_takes_numa_less_devices_from_the_other_node(self):
+        # gpu:2 under legacy with 512 GiB of 1 GiB pages (a node has 768): one instance per
+        # node. The first lands on node 0 (most devices) with the node-0 pair; the second must
+        # run on node 1, where legacy takes the NUMA-less pair — a null pool read as "any node"
+        # left the node-0 pair free instead and refused it.
+        h = self.host('hgx-h100-2local-2numaless')
+        spec = request_spec(affinity_flavor('legacy', 'h100', 2, gib=512), num_instances=3)
+        self.assertTrue(self.assertSameAnswer(h, spec, 0, 'legacy big, instance 1'))
+        h.consume_from_request(spec)
+        used = {c.id: sum(p.used for p in c.mempages if p.size_kb == 1048576)
+                for c in h.numa_topology.cells}
+        self.assertEqual(used, {0: 512, 1: 0})
+        self.assertEqual(self.free_pools(h), [(None, 2)])
+        self.assertTrue(self.assertSameAnswer(h, spec, 1, 'legacy big, instance 2'))
+        h.consume_from_request(spec)
+        self.assertEqual(self.free_pools(h), [])
+        self.assertFalse(self.assertSameAnswer(h, spec, 2, 'legacy big, instance 3'))
+        # socket and required refuse the second; preferred takes it.
+        for policy, placed in [('socket', 1), ('required', 1), ('preferred', 2)]:
+            h = self.host('hgx-h100-2local-2numaless')
+            spec = request_spec(affinity_flavor(policy, 'h100', 2, gib=512), num_instances=3)
+            self.assertEqual(self.request(h, spec, '%s big' % policy), placed, policy)
+
+    def test_every_policy_fills_mixed_hosts_as_nova_does(self):
+        # Per policy and mixed SKU, requests of 3 (and of 2) instances until the host is full,
+        # for 1 and 2 devices on one guest cell, 2 devices over two cells, and a guest with no
+        # NUMA topology (any device, whatever the policy).
+        placed = {}
+        for sku in self.MIXED:
+            alias = self.alias(sku)
+            for policy in POLICIES:
+                shapes = [dict(count=1), dict(count=2), dict(count=2, vcpus=16, gib=32, cells=2),
+                          dict(count=1, vcpus=4, gib=4, floating=True)]
+                for shape in shapes:
+                    flavor = affinity_flavor(policy, alias, **shape)
+                    for per_request in (3, 2):
+                        n = self.fill(sku, flavor, per_request)
+                        placed[(sku, flavor.name, per_request)] = n
+        show = os.environ.get('ACCEL_NOVA_FILTER_SHOW')
+        if show:
+            for key in sorted(placed):
+                print('%-36s %-28s %d %d' % (key[0], key[1], key[2], placed[key]))
+
+        def got(sku, name):
+            return placed[(sku, name, 3)]
+        # 2 GPUs per node and 4 without a node: required and socket (one node per socket) take
+        # the local pairs, legacy and preferred the NUMA-less pairs too.
+        self.assertEqual([got('hgx-h100-numaless', '%s-h100%d-1c16g' % (p, 2)) for p in POLICIES],
+                         [2, 4, 4, 2])
+        self.assertEqual([got('hgx-h100-numaless', '%s-h100%d-1c16g' % (p, 1)) for p in POLICIES],
+                         [4, 8, 8, 4])
+        # One GPU on every other node of 4-node sockets, the others without a node: socket
+        # reaches the GPUs of the socket's other nodes (so two GPUs for one cell), never the
+        # NUMA-less ones; with node 7 in no single package Nova has no socket fallback.
+        self.assertEqual([got('epyc-nps4-mi300x-numaless', '%s-mi300x1-1c16g' % p)
+                          for p in POLICIES], [4, 8, 8, 4])
+        # legacy: 3, not 4 — Nova takes a NUMA-less GPU with the node-0 one, then both of an
+        # instance's GPUs from the NUMA-less pool when it comes first in the pool list, and the
+        # last two local GPUs, on nodes 4 and 6, are no pair for one cell (accel answers each
+        # instance on the pools Nova left, so it agrees).
+        self.assertEqual([got('epyc-nps4-mi300x-numaless', '%s-mi300x2-1c16g' % p)
+                          for p in POLICIES], [0, 3, 4, 2])
+        self.assertEqual([got('epyc-nps4-mi300x-numaless-nosocket', '%s-mi300x2-1c16g' % p)
+                          for p in POLICIES], [0, 3, 4, 0])
+        # No NUMA topology: any device under every policy.
+        for sku in self.MIXED:
+            total = 4 if sku == 'hgx-h100-2local-2numaless' else 8
+            for p in POLICIES:
+                self.assertEqual(got(sku, '%s-%s1-float' % (p, self.alias(sku))), total)
+
+    def test_random_mixes_of_policies_on_mixed_hosts(self):
+        # Seeded random requests of 2-3 instances, any policy and shape, on each mixed SKU (plain
+        # and with disjoint CPU sets) until it refuses 4 requests in a row; the answer compared
+        # at every instance.
+        rng = random.Random(24)
+        accepted = rejected = 0
+        for i, sku in enumerate(self.MIXED * 2):
+            split = i >= len(self.MIXED)
+            h = self.host(sku, split=split)
+            alias = self.alias(sku)
+            refusals = steps = 0
+            while refusals < 4 and steps < 60:
+                policy = rng.choice(POLICIES)
+                cells = rng.choice([1, 1, 2])
+                flavor = affinity_flavor(policy, alias, rng.choice([1, 1, 2, 3]),
+                                         vcpus=cells * rng.choice([2, 4, 8]),
+                                         gib=cells * rng.choice([4, 16, 64]), cells=cells)
+                spec = request_spec(flavor, num_instances=rng.choice([2, 3]))
+                what = '%s on %s%s, step %d' % (flavor.name, 'split-' if split else '', sku, steps)
+                n = self.request(h, spec, what)
+                steps += n + (1 if n < spec.num_instances else 0)
+                accepted += n
+                if n < spec.num_instances:
+                    rejected += 1
+                    refusals = refusals + 1 if n == 0 else 0
+                else:
+                    refusals = 0
+        self.assertGreater(accepted, 40)
+        self.assertGreater(rejected, 20)
 
 
 class TestKnownDifferences(NovaComparisonTestCase):

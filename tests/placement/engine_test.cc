@@ -180,6 +180,48 @@ TEST(Engine, RequiredGpuOnAFullNodeIsNoFitButPreferredGoesRemote) {
   EXPECT_FALSE(Place(host, usage, {}, req).fits());
 }
 
+// Nova's socket policy (nova/pci/stats.py _filter_pools_for_socket_affinity): devices on any
+// node of the guest's sockets, never devices of unknown NUMA node, and no fallback at all on a
+// host where some NUMA cell has no socket (a node spanning packages, or one without CPUs:
+// package -1 here). legacy takes the NUMA-less device instead.
+TEST(Engine, SocketPolicyNeedsEveryNodesPackageAndNeverTakesNumaLessDevices) {
+  // Nodes 0 and 1 on package 0, node 2 on package 1; one GPU on node 1, one of unknown node.
+  auto host = MakeHost({{8, 2, 65536, 0, 16, 0, 0}, {8, 2, 65536, 0, 16, 0, 1}, {8, 2, 65536, 0, 16, 1, 0}});
+  host.pci.push_back(testing::Gpu("0000:80:00.0", -1));
+  HostUsage usage;
+  for (int c = 16; c < 32; ++c) usage.nodes[1].pinned_cpus.Add(c);  // node 1 is full
+  auto req = Dedicated(4, 4096);
+  req.page_size = {PageSizeRequest::kExplicit, 1048576};
+  req.pci.push_back(GpuRequest(1, PciNumaPolicy::kSocket));
+  PlaceResult r = Place(host, usage, {}, req);
+  ASSERT_TRUE(r.fits());
+  EXPECT_EQ(r.placement->cells[0].host_node, 0);
+  ASSERT_EQ(r.placement->devices.size(), 1u);
+  EXPECT_EQ(r.placement->devices[0].numa_node, 1);
+  EXPECT_EQ(Validate(host, usage, {}, req, *r.placement), "");
+  // Two devices would need the NUMA-less one, which socket never takes.
+  req.pci[0].count = 2;
+  EXPECT_FALSE(Place(host, usage, {}, req).fits());
+  req.pci[0].numa_policy = PciNumaPolicy::kLegacy;
+  EXPECT_FALSE(Place(host, usage, {}, req).fits()) << "legacy: local or unknown, not the socket";
+  req.pci[0].count = 1;
+  r = Place(host, usage, {}, req);
+  ASSERT_TRUE(r.fits());
+  EXPECT_EQ(r.placement->devices[0].address, "0000:80:00.0");
+  // Node 2 in no single package: Nova has no socket for that cell, so no socket fallback.
+  const Placement socket_placement = *Place(host, usage, {}, [&] {
+    auto q = req;
+    q.pci[0].numa_policy = PciNumaPolicy::kSocket;
+    return q;
+  }()).placement;
+  host.numa_nodes[2].package = -1;
+  req.pci[0].numa_policy = PciNumaPolicy::kSocket;
+  EXPECT_FALSE(Place(host, usage, {}, req).fits());
+  EXPECT_EQ(Validate(host, usage, {}, req, socket_placement), "device 0000:10:00.0 breaks NUMA policy socket");
+  req.pci[0].numa_policy = PciNumaPolicy::kPreferred;
+  EXPECT_TRUE(Place(host, usage, {}, req).fits());
+}
+
 TEST(Engine, PackAndSpreadChooseDifferentNodes) {
   auto host = MakeHost({{8, 2, 8192}, {8, 2, 8192}});
   HostUsage usage;

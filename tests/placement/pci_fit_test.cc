@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <set>
 
@@ -134,6 +135,65 @@ TEST(DevicePool, ChooseGivesEachRequestItsCountOfDistinctMatchingDevices) {
     }
     for (size_t r = 0; r < requests.size(); ++r) EXPECT_EQ(got[r], requests[r].count);
   }
+}
+
+// Nova's PciDeviceStats._filter_pools_for_numa_cells (nova/pci/stats.py, Nova 26), literally,
+// for one request of a guest on host nodes `on_node`: whether the pools it leaves hold `count`
+// devices. Devices of unknown NUMA node are Nova's pools with numa_node None.
+bool NovaSupports(const topology::HostTopology& host, const HostUsage& usage, const PciRequest& r,
+                  const std::vector<uint8_t>& on_node, bool floating) {
+  std::vector<int> nodes;  // index of each free matching device's node, -1 unknown
+  for (const topology::PciDevice& d : host.pci) {
+    if (usage.devices.count(d.address)) continue;
+    bool match = false;
+    for (const PciSpec& s : r.specs) match = match || SpecMatches(s, d);
+    if (match) nodes.push_back(host.NodeIndex(d.numa_node));
+  }
+  const auto count = [&](auto keep) {
+    return static_cast<int>(std::count_if(nodes.begin(), nodes.end(), keep));
+  };
+  if (floating) return count([](int) { return true; }) >= r.count;  // no numa_cells: every pool
+  const int local = count([&](int n) { return n >= 0 && on_node[n]; });
+  if (r.numa_policy == PciNumaPolicy::kRequired || local >= r.count) return local >= r.count;
+  if (r.numa_policy == PciNumaPolicy::kSocket) {
+    // _filter_pools_for_socket_affinity: nothing when a host cell has no socket.
+    for (const topology::NumaNode& n : host.numa_nodes)
+      if (n.package < 0) return false;
+    std::set<int> sockets;
+    for (size_t i = 0; i < on_node.size(); ++i)
+      if (on_node[i]) sockets.insert(host.numa_nodes[i].package);
+    return count([&](int n) { return n >= 0 && sockets.count(host.numa_nodes[n].package); }) >= r.count;
+  }
+  const int local_or_unknown = count([&](int n) { return n < 0 || on_node[n]; });
+  if (r.numa_policy == PciNumaPolicy::kLegacy || local_or_unknown >= r.count) return local_or_unknown >= r.count;
+  return count([](int) { return true; }) >= r.count;  // preferred: every pool
+}
+
+TEST(DevicePool, OneRequestFitsExactlyWhenNovasNumaFilterLeavesEnoughDevices) {
+  std::mt19937 rng(24);
+  int fits = 0, refusals = 0;
+  for (int round = 0; round < 4000; ++round) {
+    HostUsage usage;
+    topology::HostTopology host = RandomHost(rng, &usage);
+    // As topology validation has it: a device's node is one of the host's, or -1 (unknown).
+    for (topology::PciDevice& d : host.pci)
+      if (host.NodeIndex(d.numa_node) < 0) d.numa_node = -1;
+    std::vector<PciRequest> requests = RandomRequests(rng);
+    if (requests.empty()) continue;
+    requests.resize(1);
+    const std::vector<NodeView> views = ViewsOf(host);
+    const DevicePool pool(host, usage, views, requests);
+    std::vector<uint8_t> on_node(views.size());
+    for (uint8_t& on : on_node) on = rng() % 2;
+    if (std::find(on_node.begin(), on_node.end(), 1) == on_node.end()) on_node[rng() % on_node.size()] = 1;
+    const bool floating = rng() % 6 == 0;
+    const bool nova = NovaSupports(host, usage, requests[0], on_node, floating);
+    EXPECT_EQ(pool.Choose(on_node, floating, nullptr), nova)
+        << "round " << round << ", policy " << PciNumaPolicyName(requests[0].numa_policy);
+    (nova ? fits : refusals) += 1;
+  }
+  EXPECT_GT(fits, 500);
+  EXPECT_GT(refusals, 500);
 }
 
 }  // namespace
