@@ -29,6 +29,7 @@
 #include "cli/commands.h"
 #include "cli/table.h"
 #include "common/error.h"
+#include "common/json_text.h"
 #include "common/strings.h"
 #include "common/structured_file.h"
 #include "devices/open_backends.h"
@@ -326,8 +327,10 @@ int RunClaim(const ClaimOptions& o) {
   const std::string kind = dra::ClaimCdiKind(inv.driver);
   const std::string spec_name = dra::CdiSpecFileName(kind, allocation.uid);
   nlohmann::ordered_json spec;  // null when the claim has no device of ours (nothing written)
-  if (!result.devices.empty())
-    spec = nlohmann::ordered_json::parse(ReadWholeFile((fs::path(po.cdi_dir) / spec_name).string()));
+  if (!result.devices.empty()) {
+    const std::string spec_path = (fs::path(po.cdi_dir) / spec_name).string();
+    spec = ParseOrderedJsonText(ReadWholeFile(spec_path), spec_path);
+  }
   std::vector<std::string> notes = nccl.notes;
   if (result.devices.empty())
     notes.insert(notes.begin(), "the claim holds no device of driver " + inv.driver +

@@ -17,6 +17,7 @@
 #include "cli/placement_text.h"
 #include "cli/table.h"
 #include "common/error.h"
+#include "common/json_text.h"
 #include "common/strings.h"
 #include "common/structured_file.h"
 #include "common/yaml_out.h"
@@ -73,8 +74,8 @@ nlohmann::ordered_json CallServer(const ServerFlags& f, const std::string& metho
   telemetry::HttpResponse r = telemetry::HttpCall(f.url, method, path, body, options);
   nlohmann::ordered_json doc;
   try {
-    doc = nlohmann::ordered_json::parse(r.body);
-  } catch (const nlohmann::json::exception&) {
+    doc = ParseOrderedJsonText(r.body, f.url + path);
+  } catch (const InputError&) {
     if (r.status == 401) throw InputError("--server", "", "the service wants credentials (401)", "use https://USER:PASS@HOST:PORT");
     throw SystemError("unexpected answer from", f.url, "HTTP " + std::to_string(r.status) + ": " + r.body.substr(0, 120));
   }

@@ -50,11 +50,10 @@ class Loader {
   Loader(std::string where, std::string base_dir) : where_(std::move(where)), base_(std::move(base_dir)) {}
 
   ClusterTemplate Load(std::string_view text) {
-    // The common reader first: it refuses what YAML readers disagree on or let through (duplicate
-    // keys, text that is not UTF-8, alias bombs, several documents), with the line and column.
-    if (ParseStructuredText(text, where_).is_null())
-      Fail("", "is empty", "start from examples/cluster/ai-prod.yaml");
+    // LoadYamlText refuses what YAML readers disagree on or let through (duplicate keys, text
+    // that is not UTF-8, alias bombs, several documents), with the line and column.
     const YAML::Node root = LoadYamlText(std::string(text), where_);
+    if (root.IsNull()) Fail("", "is empty", "start from examples/cluster/ai-prod.yaml");
     t_.source = where_;
     t_.base_dir = base_;
     bool has_api = false, has_kind = false, has_metadata = false, has_spec = false;

@@ -12,11 +12,12 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <set>
 #include <sstream>
 #include <vector>
 
+#include "common/duplicate_keys.h"
 #include "common/error.h"
+#include "common/json_text.h"
 
 namespace accel {
 
@@ -43,113 +44,6 @@ bool LooksLikeJson(std::string_view text) {
     return c == '{' || c == '[';
   }
   return false;
-}
-
-// ---- JSON ----
-
-// A path into the document being parsed, kept by the parse callback so that a duplicate key can
-// be reported by its field path ("extra_specs.hw:numa_nodes").
-class JsonPathTracker {
- public:
-  JsonPathTracker(const std::string& where) : where_(where) {}
-
-  bool OnEvent(int depth, json::parse_event_t event, json& parsed) {
-    if (depth > kMaxDepth) {
-      throw InputError(where_, Path(), "nesting is deeper than " + std::to_string(kMaxDepth) + " levels",
-                       "flavors and alias lists are shallow; check the brackets");
-    }
-    switch (event) {
-      case json::parse_event_t::object_start:
-        frames_.push_back({true});
-        break;
-      case json::parse_event_t::array_start:
-        frames_.push_back({false});
-        break;
-      case json::parse_event_t::key: {
-        std::string key = parsed.get<std::string>();
-        Frame& top = frames_.back();
-        if (!top.keys.insert(key).second) {
-          top.key = key;
-          throw InputError(where_, Path(), "key appears twice in the same object",
-                           "keep one; a later value would silently replace the first");
-        }
-        top.key = key;
-        break;
-      }
-      case json::parse_event_t::object_end:
-      case json::parse_event_t::array_end:
-        frames_.pop_back();
-        Advance();
-        break;
-      case json::parse_event_t::value:
-        Advance();
-        break;
-    }
-    return true;
-  }
-
- private:
-  struct Frame {
-    bool object;
-    std::set<std::string> keys = {};
-    std::string key = {};
-    size_t index = 0;
-  };
-
-  void Advance() {
-    if (!frames_.empty() && !frames_.back().object) ++frames_.back().index;
-  }
-
-  std::string Path() const {
-    std::string path;
-    for (const Frame& f : frames_) {
-      if (f.object) {
-        if (!f.key.empty()) path += (path.empty() ? "" : ".") + f.key;
-      } else {
-        path += "[" + std::to_string(f.index) + "]";
-      }
-    }
-    return path;
-  }
-
-  const std::string& where_;
-  std::vector<Frame> frames_;
-};
-
-std::pair<int, int> LineColumnOfByte(std::string_view text, size_t byte) {
-  int line = 0, col = 0;
-  for (size_t i = 0; i < byte && i < text.size(); ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      col = 0;
-    } else {
-      ++col;
-    }
-  }
-  return {line, col};
-}
-
-// nlohmann's message is "[json.exception.parse_error.101] parse error at line 3, column 7: what";
-// the position goes into `where`, so keep only "what".
-std::string JsonProblem(const std::string& what) {
-  size_t colon = what.find(": ");
-  return "JSON syntax error: " + (colon == std::string::npos ? what : what.substr(colon + 2));
-}
-
-json ParseJson(std::string_view text, const std::string& where) {
-  JsonPathTracker tracker(where);
-  json::parser_callback_t callback = [&tracker](int depth, json::parse_event_t event, json& parsed) {
-    return tracker.OnEvent(depth, event, parsed);
-  };
-  try {
-    return json::parse(text.begin(), text.end(), callback);
-  } catch (const json::parse_error& e) {
-    // e.byte is 1-based: the byte where the lexer stopped.
-    auto [line, col] = LineColumnOfByte(text, e.byte > 0 ? e.byte - 1 : 0);
-    throw InputError(At(where, line, col), "", JsonProblem(e.what()));
-  } catch (const json::exception& e) {
-    throw InputError(where, "", JsonProblem(e.what()));
-  }
 }
 
 // ---- YAML ----
@@ -228,7 +122,8 @@ json ResolvePlainScalar(const std::string& s) {
 // non-scalar keys, and bounds depth and alias expansion.
 class YamlToJson : public YAML::EventHandler {
  public:
-  explicit YamlToJson(const std::string& where) : where_(where) {}
+  // `line_offset`: added to every line (a document that starts at line 1 + line_offset of a file).
+  YamlToJson(const std::string& where, int line_offset) : where_(where), line_offset_(line_offset) {}
 
   json TakeRoot() { return std::move(root_); }
   bool saw_node() const { return saw_node_; }
@@ -273,6 +168,7 @@ class YamlToJson : public YAML::EventHandler {
     bool has_key = false;  // maps: a key was read, its value is next
     std::string key = {};
     size_t index = 0;  // sequences: index of the next item
+    std::map<std::string, YAML::Mark> key_marks = {};  // maps: where each key was
   };
   struct Anchored {
     json value;
@@ -281,16 +177,16 @@ class YamlToJson : public YAML::EventHandler {
 
   [[noreturn]] void Fail(const YAML::Mark& mark, const std::string& problem,
                          const std::string& hint = "") const {
-    throw InputError(At(where_, mark.line, mark.column), Path(), problem, hint);
+    throw InputError(At(where_, mark.line + line_offset_, mark.column), Path(), problem, hint);
   }
 
   std::string Path() const {
     std::string path;
     for (const Frame& f : stack_) {
       if (f.value.is_array()) {
-        path += "[" + std::to_string(f.index) + "]";
+        path = KeyPathIndex(path, f.index);
       } else if (f.has_key) {
-        path += (path.empty() ? "" : ".") + f.key;
+        path = KeyPathJoin(path, f.key);
       }
     }
     return path;
@@ -344,11 +240,10 @@ class YamlToJson : public YAML::EventHandler {
       if (anchor != YAML::NullAnchor) anchors_[anchor] = {value, 1};
       Frame& map = stack_.back();
       std::string key = text ? *text : (value.is_string() ? value.get<std::string>() : value.dump());
-      if (map.value.contains(key)) {
-        map.has_key = true;
-        map.key = key;
-        Fail(mark, "key appears twice in the same mapping",
-             "keep one; a later value would silently replace the first");
+      if (auto [first, inserted] = map.key_marks.emplace(key, mark); !inserted) {
+        const YAML::Mark& was = first->second;
+        throw DuplicateKeyError(where_, KeyPathJoin(Path(), key), {was.line + 1 + line_offset_, was.column + 1},
+                                {mark.line + 1 + line_offset_, mark.column + 1}, DocumentSyntax::kYaml);
       }
       map.has_key = true;
       map.key = std::move(key);
@@ -375,6 +270,7 @@ class YamlToJson : public YAML::EventHandler {
   }
 
   const std::string& where_;
+  const int line_offset_;
   std::vector<Frame> stack_;
   std::map<YAML::anchor_t, Anchored> anchors_;
   json root_;
@@ -383,32 +279,38 @@ class YamlToJson : public YAML::EventHandler {
   YAML::Mark first_mark_ = YAML::Mark::null_mark();
 };
 
-json ParseYaml(std::string_view text, const std::string& where) {
+json ParseYaml(std::string_view text, const std::string& where, int first_line) {
+  const int offset = first_line - 1;
   std::istringstream in{std::string(text)};
   try {
     YAML::Parser parser(in);
-    YamlToJson document(where);
+    YamlToJson document(where, offset);
     if (!parser.HandleNextDocument(document)) return nullptr;
     // A second document, or text the parser left behind, is an error, not something to drop.
-    YamlToJson rest(where);
+    YamlToJson rest(where, offset);
     if (parser.HandleNextDocument(rest)) {
       const YAML::Mark& m = rest.first_mark();
       if (rest.saw_node()) {
-        throw InputError(At(where, m.line, m.column), "", "holds more than one YAML document ('---')",
+        throw InputError(At(where, m.line + offset, m.column), "", "holds more than one YAML document ('---')",
                          "put several items in one list instead");
       }
       throw InputError(where, "", "has text after the end of the YAML document (a stray ',' or ']'?)");
     }
     return document.TakeRoot();
   } catch (const YAML::Exception& e) {
-    throw InputError(At(where, e.mark.line, e.mark.column), "", "YAML syntax error: " + e.msg);
+    throw InputError(At(where, e.mark.line < 0 ? -1 : e.mark.line + offset, e.mark.column), "",
+                     "is not valid YAML: " + e.msg, "check indentation and quoting");
   }
 }
 
 }  // namespace
 
 json ParseStructuredText(std::string_view text, const std::string& where) {
-  return LooksLikeJson(text) ? ParseJson(text, where) : ParseYaml(text, where);
+  return LooksLikeJson(text) ? ParseJsonText(text, where) : ParseYaml(text, where, 1);
+}
+
+void CheckYamlText(std::string_view text, const std::string& where, int first_line) {
+  ParseYaml(text, where, first_line);
 }
 
 std::string ReadWholeFile(const std::string& path) {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <set>
 
+#include "common/structured_file.h"
+
 namespace accel {
 
 std::string YamlKeyPath(const std::string& path, const std::string& key) {
@@ -73,12 +75,16 @@ std::vector<std::string> YamlStringList(const std::string& where, const YAML::No
 
 YAML::Node LoadYamlText(const std::string& text, const std::string& where) {
   try {
-    return YAML::Load(text);
+    YAML::Node root = YAML::Load(text);
+    // What yaml-cpp lets through: a key given twice (its tree keeps both, and a reader takes
+    // one), a second document (dropped), text that is not UTF-8, alias bombs.
+    CheckYamlText(text, where);
+    return root;
   } catch (const YAML::Exception& e) {
     std::string at = e.mark.is_null() ? where
                                       : where + ":" + std::to_string(e.mark.line + 1) + ":" +
                                             std::to_string(e.mark.column + 1);
-    throw InputError(at, "", "not valid YAML: " + e.msg, "check indentation and quoting");
+    throw InputError(at, "", "is not valid YAML: " + e.msg, "check indentation and quoting");
   }
 }
 

@@ -96,8 +96,12 @@ T YamlOneOf(const std::string& where, const YAML::Node& node, const std::string&
   throw InputError(where, field, "unknown value '" + value + "'", "one of: " + known);
 }
 
-/// Parses `text` as one YAML document. Throws InputError(where, "", "not valid YAML: ...",
-/// "check indentation and quoting") with the line and column on a syntax error.
+/// Parses `text` as one YAML document. Throws InputError(where, "", "is not valid YAML: ...",
+/// "check indentation and quoting") with the line and column on a syntax error, and whatever
+/// CheckYamlText (common/structured_file.h) refuses: among them a key given twice in one mapping
+/// ("agent.yaml:9:1: labels: key given twice (lines 3 and 9)", see common/duplicate_keys.h),
+/// which yaml-cpp's tree would keep twice for a reader to take one of, and a second document,
+/// which yaml-cpp would drop.
 YAML::Node LoadYamlText(const std::string& text, const std::string& where);
 
 }  // namespace accel

@@ -11,6 +11,7 @@
 
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "common/json_text.h"
 
 namespace accel::dra {
 
@@ -78,8 +79,7 @@ std::string CheckpointJson(const std::map<std::string, CheckpointEntry>& entries
 
 std::map<std::string, CheckpointEntry> ParseCheckpoint(std::string_view text,
                                                        const std::string& where) {
-  Json doc = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) throw InputError(where, "", "is not valid JSON");
+  const Json doc = ParseJsonText(text, where);
   if (!doc.is_object()) throw InputError(where, "", "is not a JSON object");
   auto version = doc.find("version");
   if (version == doc.end() || !version->is_number_integer() || version->get<int64_t>() != kVersion)

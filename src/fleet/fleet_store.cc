@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "common/json_text.h"
 #include "fleet/host_policy_file.h"
 #include "fleet/labels.h"
 #include "placement/placement_json.h"
@@ -215,8 +216,8 @@ HostRecord HostFromRow(const std::string& url, const SqlRow& r) {
   h.topology_id = Text(r[1]);
   const std::string where = url + " (host " + h.name + ")";
   try {
-    h.policy = HostPolicyFromJson(nlohmann::json::parse(Text(r[2])), where);
-    const nlohmann::json labels = nlohmann::json::parse(Text(r[3]));  // outlives the loop
+    h.policy = HostPolicyFromJson(ParseJsonText(Text(r[2]), where + ": policy"), where);
+    const nlohmann::json labels = ParseJsonText(Text(r[3]), where + ": labels");  // outlives the loop
     for (const auto& [k, v] : labels.items()) h.labels[k] = v.get<std::string>();
   } catch (const nlohmann::json::exception& e) {
     throw InputError(where, "", std::string("stored policy or labels unreadable: ") + e.what(),

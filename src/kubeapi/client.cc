@@ -7,6 +7,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/json_text.h"
 #include "common/strings.h"
 #include "telemetry/http_client.h"
 
@@ -198,7 +199,11 @@ KubeClient::Answer KubeClient::Send(const std::string& method, const std::string
 
 void KubeClient::ThrowStatus(const Answer& a, const std::string& method, const std::string& path) const {
   std::string reason, message;
-  const nlohmann::json status = nlohmann::json::parse(a.body, nullptr, false);
+  nlohmann::json status;  // null unless the body is JSON: the error is then told from the HTTP status
+  try {
+    status = ParseJsonText(a.body, "answer");
+  } catch (const InputError&) {
+  }
   if (status.is_object() && status.value("kind", "") == "Status") {
     if (status.contains("reason") && status["reason"].is_string()) reason = status["reason"].get<std::string>();
     if (status.contains("message") && status["message"].is_string()) message = status["message"].get<std::string>();
@@ -226,12 +231,18 @@ void KubeClient::ThrowStatus(const Answer& a, const std::string& method, const s
 }
 
 nlohmann::json KubeClient::JsonOf(const Answer& a, const std::string& method, const std::string& path) const {
-  nlohmann::json j = nlohmann::json::parse(a.body, nullptr, false);
-  if (j.is_discarded() || !j.is_object())
+  nlohmann::json j;
+  std::string problem;  // why the body is not JSON (a syntax error, a key given twice)
+  try {
+    j = ParseJsonText(a.body, "body");
+  } catch (const InputError& e) {
+    problem = e.what();
+  }
+  if (!problem.empty() || !j.is_object())
     throw SystemError("the Kubernetes API server's answer to " + method + " " + path + " is not a JSON object",
                       config_.server,
                       "HTTP " + std::to_string(a.status) + (a.content_type.empty() ? "" : ", " + a.content_type) + ": " +
-                          Excerpt(a.body));
+                          (problem.empty() ? Excerpt(a.body) : problem));
   return j;
 }
 

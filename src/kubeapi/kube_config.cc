@@ -10,7 +10,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "common/base64.h"
 #include "common/error.h"
+#include "common/json_text.h"
 #include "common/small_file.h"
 #include "common/yaml_config.h"
 
@@ -28,43 +30,6 @@ std::string Trim(std::string s) {
   return s;
 }
 
-// Standard base64 as kubeconfig *-data fields hold it (padding optional, whitespace skipped).
-bool DecodeBase64(const std::string& in, std::string* out) {
-  out->clear();
-  unsigned value = 0;
-  int bits = 0;
-  size_t padding = 0;
-  for (const char c : in) {
-    int digit;
-    if (c >= 'A' && c <= 'Z') {
-      digit = c - 'A';
-    } else if (c >= 'a' && c <= 'z') {
-      digit = c - 'a' + 26;
-    } else if (c >= '0' && c <= '9') {
-      digit = c - '0' + 52;
-    } else if (c == '+') {
-      digit = 62;
-    } else if (c == '/') {
-      digit = 63;
-    } else if (c == '=') {
-      ++padding;
-      continue;
-    } else if (c == ' ' || c == '\n' || c == '\r' || c == '\t') {
-      continue;
-    } else {
-      return false;
-    }
-    if (padding > 0) return false;  // data after '='
-    value = (value << 6) | static_cast<unsigned>(digit);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out->push_back(static_cast<char>((value >> bits) & 0xff));
-    }
-  }
-  return padding <= 2 && bits < 6;
-}
-
 // Who a service account token says it is: the JWT's subject, "system:serviceaccount:NS:NAME"
 // read as "service account NS/NAME". Tokens that are not a readable JWT are named by file.
 std::string TokenIdentity(const std::string& token, const std::string& file) {
@@ -77,9 +42,14 @@ std::string TokenIdentity(const std::string& token, const std::string& file) {
     if (ch == '-') ch = '+';
     if (ch == '_') ch = '/';
   }
-  std::string decoded;
-  if (!DecodeBase64(payload, &decoded)) return fallback;
-  const nlohmann::json claims = nlohmann::json::parse(decoded, nullptr, false);
+  const std::optional<std::string> decoded = DecodeBase64(payload, Base64Rules::kLenient);
+  if (!decoded) return fallback;
+  nlohmann::json claims;
+  try {
+    claims = ParseJsonText(*decoded, file);
+  } catch (const InputError&) {
+    return fallback;
+  }
   if (!claims.is_object() || !claims.contains("sub") || !claims["sub"].is_string()) return fallback;
   const std::string sub = claims["sub"].get<std::string>();
   const std::string prefix = "system:serviceaccount:";
@@ -154,10 +124,10 @@ std::string DecodedData(const std::string& where, const YAML::Node& map, const s
                         const std::string& path) {
   const std::string text = OptionalString(where, map, key, path);
   if (text.empty()) return "";
-  std::string decoded;
-  if (!DecodeBase64(text, &decoded) || decoded.empty())
+  std::optional<std::string> decoded = DecodeBase64(text, Base64Rules::kLenient);
+  if (!decoded || decoded->empty())
     throw InputError(where, path + "." + key, "is not base64", "the *-data fields hold base64 of the PEM text");
-  return decoded;
+  return std::move(*decoded);
 }
 
 KubeConfig ParseYaml(const std::string& text, const std::string& where, const std::string& base_dir,

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "common/error.h"
+#include "common/json_text.h"
 #include "common/strings.h"
 #include "common/structured_file.h"
 
@@ -219,13 +220,12 @@ std::vector<PciAlias> ParseNovaConf(std::string_view text, const std::string& wh
     std::string at = where + ":" + std::to_string(first + 1);
     json doc;
     try {
-      doc = json::parse(value);
-    } catch (const json::exception& e) {
-      std::string what = e.what();
-      size_t colon = what.find(": ");
-      if (colon != std::string::npos) what = what.substr(colon + 2);
-      throw InputError(at, "alias", "is not valid JSON: " + what,
-                       "write alias = {\"name\": \"h100\", \"vendor_id\": \"10de\", ...}");
+      doc = ParseJsonText(value, at);
+    } catch (const InputError& e) {
+      // Positions inside the value (its continuation lines joined) are not the file's: name the
+      // line the alias starts at.
+      throw InputError(at, e.field().empty() ? "alias" : "alias." + e.field(), e.problem(),
+                       e.hint().empty() ? "write alias = {\"name\": \"h100\", \"vendor_id\": \"10de\", ...}" : e.hint());
     }
     const json items = doc.is_array() ? doc : json::array({doc});
     for (const json& item : items) {

@@ -7,6 +7,8 @@
 
 #include "common/cpuset.h"
 #include "common/error.h"
+#include "common/json_reader.h"
+#include "common/json_text.h"
 #include "common/strings.h"
 
 namespace accel::placement {
@@ -55,175 +57,104 @@ ordered_json DeviceToJson(const DevicePlacement& d) {
 
 // ---- reading ----
 
-// Reads typed fields of one JSON document and throws InputError naming `where` and the field path.
-class Reader {
- public:
-  explicit Reader(std::string where) : where_(std::move(where)) {}
+// Fields of one object on the common reader: required ones are "is missing" when absent, optional
+// ones read as their default. Paths are joined only for an error: a claim store runs this for every
+// pinned vCPU of every claim it loads.
+constexpr const char* kPlacementFieldHint = "every placement has this field";
 
-  [[noreturn]] void Fail(const std::string& path, const std::string& problem,
-                         const std::string& hint = "") const {
-    throw InputError(where_, path, problem, hint);
-  }
-
-  // Requires `j` to be an object whose keys are all in `known`.
-  template <class J>
-  void Object(const J& j, const std::string& path,
-              std::initializer_list<std::string_view> known) const {
-    if (!j.is_object()) Fail(path.empty() ? "(top level)" : path, "must be a JSON object");
-    for (const auto& [key, value] : j.items()) {
-      bool ok = false;
-      for (std::string_view k : known) ok = ok || k == key;
-      if (!ok) Fail(Join(path, key), "unknown key", "remove it or check its spelling");
-    }
-  }
-
-  // The value at `key`, or nullptr when absent; throws when absent and `required`.
-  template <class J>
-  const J* Field(const J& obj, const std::string& path, const char* key,
-                            bool required) const {
-    auto it = obj.find(key);
-    if (it != obj.end()) return &*it;
-    if (required) Fail(Join(path, key), "is missing", "every placement has this field");
-    return nullptr;
-  }
-
-  template <class J>
-  std::string String(const J& obj, const std::string& path, const char* key,
-                     bool required) const {
-    const J* v = Field(obj, path, key, required);
-    if (!v) return "";
-    if (!v->is_string()) Fail(Join(path, key), "must be a string");
-    return v->template get<std::string>();
-  }
-
-  // An integer in [lo, hi]; `fallback` when absent and not required.
-  template <class J>
-  int64_t Int(const J& obj, const std::string& path, const char* key, bool required,
-              int64_t lo, int64_t hi, int64_t fallback = 0) const {
-    const J* v = Field(obj, path, key, required);
-    return v ? IntValue(*v, path, key, lo, hi) : fallback;
-  }
-
-  // The integer `v` at path.key, in [lo, hi]. The path and the message are only built for an
-  // error: a claim store's reader runs this for every pinned vCPU of every claim it loads.
-  template <class J>
-  int64_t IntValue(const J& v, const std::string& path, std::string_view key, int64_t lo, int64_t hi) const {
-    const bool in_range = v.is_number_integer() && (v.is_number_unsigned()
-                                                         ? v.template get<uint64_t>() <= static_cast<uint64_t>(hi)
-                                                         : v.template get<int64_t>() >= lo && v.template get<int64_t>() <= hi);
-    if (!in_range) {
-      const std::string range = "[" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
-      if (!v.is_number_integer()) Fail(Join(path, key), "must be an integer in " + range);
-      Fail(Join(path, key), "is " + v.dump() + ", outside " + range);
-    }
-    return v.is_number_unsigned() ? static_cast<int64_t>(v.template get<uint64_t>()) : v.template get<int64_t>();
-  }
-
-  template <class J>
-  uint64_t Unsigned(const J& obj, const std::string& path, const char* key,
-                    bool required) const {
-    const J* v = Field(obj, path, key, required);
-    if (!v) return 0;
-    if (!v->is_number_unsigned() && !(v->is_number_integer() && v->template get<int64_t>() >= 0)) {
-      Fail(Join(path, key), "must be a non-negative integer");
-    }
-    return v->template get<uint64_t>();
-  }
-
-  template <class J>
-  CpuSet Cpus(const J& obj, const std::string& path, const char* key,
-              bool required) const {
-    const J* v = Field(obj, path, key, required);
-    CpuSet cpus;
-    if (!v) return cpus;
-    if (!v->is_string()) Fail(Join(path, key), "must be a CPU list string such as \"0-3,8\"");
-    std::string error;
-    if (!CpuSet::Parse(v->template get<std::string>(), &cpus, &error)) Fail(Join(path, key), error);
-    return cpus;
-  }
-
-  template <class J>
-  uint16_t Hex16(const J& obj, const std::string& path, const char* key,
-                 bool required) const {
-    if (!Field(obj, path, key, required)) return 0;
-    std::string s = String(obj, path, key, true);
-    unsigned value = 0;
-    auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), value, 16);
-    if (s.size() != 4 || ec != std::errc() || ptr != s.data() + s.size()) {
-      Fail(Join(path, key), "'" + s + "' is not 4 hex digits", "write it like \"10de\"");
-    }
-    return static_cast<uint16_t>(value);
-  }
-
-  template <class J>
-  const J& Array(const J& obj, const std::string& path, const char* key, bool required) const {
-    static const J kEmpty = J::array();
-    const J* v = Field(obj, path, key, required);
-    if (!v) return kEmpty;
-    if (!v->is_array()) Fail(Join(path, key), "must be a JSON array");
-    return *v;
-  }
-
-  static std::string Join(const std::string& path, std::string_view key) {
-    return path.empty() ? std::string(key) : path + "." + std::string(key);
-  }
-  static std::string Index(const std::string& path, size_t i) {
-    return path + "[" + std::to_string(i) + "]";
-  }
-
- private:
-  std::string where_;
-};
-
-constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
 template <class J>
-std::map<int, int> PinningFromJson(const Reader& r, const J& cell, const std::string& path) {
+const J* PlacementField(const JsonReader& r, const J& obj, const std::string& path, const char* key, bool required) {
+  return required ? &r.Require(obj, path, key, kPlacementFieldHint) : r.Find(obj, key);
+}
+
+template <class J>
+std::string PlacementString(const JsonReader& r, const J& obj, const std::string& path, const char* key,
+                            bool required) {
+  const J* v = PlacementField(r, obj, path, key, required);
+  return v ? r.String(*v, {path, key}) : "";
+}
+
+template <class J>
+int PlacementInt(const JsonReader& r, const J& obj, const std::string& path, const char* key, bool required,
+                 int64_t lo, int fallback = 0) {
+  const J* v = PlacementField(r, obj, path, key, required);
+  return v ? static_cast<int>(r.Integer(*v, {path, key}, lo, std::numeric_limits<int>::max())) : fallback;
+}
+
+template <class J>
+uint64_t PlacementUnsigned(const JsonReader& r, const J& obj, const std::string& path, const char* key,
+                           bool required) {
+  const J* v = PlacementField(r, obj, path, key, required);
+  return v ? r.Unsigned(*v, {path, key}) : 0;
+}
+
+template <class J>
+CpuSet PlacementCpus(const JsonReader& r, const J& obj, const std::string& path, const char* key) {
+  const J* v = r.Find(obj, key);
+  return v ? r.Cpus(*v, {path, key}) : CpuSet();
+}
+
+template <class J>
+uint16_t PlacementHex4(const JsonReader& r, const J& obj, const std::string& path, const char* key) {
+  const J* v = r.Find(obj, key);
+  return v ? r.Hex4(*v, {path, key}) : 0;
+}
+
+template <class J>
+const J& PlacementArray(const JsonReader& r, const J& obj, const char* key) {
+  static const J kEmpty = J::array();
+  const J* v = r.Find(obj, key);
+  return v ? r.Array(*v, key) : kEmpty;
+}
+
+template <class J>
+std::map<int, int> PinningFromJson(const JsonReader& r, const J& cell, const std::string& path) {
   std::map<int, int> pinning;
-  const J* v = r.Field(cell, path, "pinning", false);
+  const J* v = r.Find(cell, "pinning");
   if (!v) return pinning;
-  std::string here = Reader::Join(path, "pinning");
+  std::string here = JsonReader::Join(path, "pinning");
   if (!v->is_object()) r.Fail(here, "must be an object of vCPU -> host CPU, e.g. {\"0\": 4}");
   for (const auto& [key, cpu] : v->items()) {
     int vcpu = -1;
     auto [ptr, ec] = std::from_chars(key.data(), key.data() + key.size(), vcpu);
     if (ec != std::errc() || ptr != key.data() + key.size() || vcpu < 0 || vcpu > CpuSet::kMaxCpu) {
-      r.Fail(Reader::Join(here, key), "key must be a vCPU number 0.." + std::to_string(CpuSet::kMaxCpu));
+      r.Fail({here, key}, "key must be a vCPU number 0.." + std::to_string(CpuSet::kMaxCpu));
     }
-    pinning[vcpu] = static_cast<int>(r.IntValue(cpu, here, key, 0, CpuSet::kMaxCpu));
+    pinning[vcpu] = static_cast<int>(r.Integer(cpu, {here, key}, 0, CpuSet::kMaxCpu));
   }
   return pinning;
 }
 
 template <class J>
-CellPlacement CellFromJson(const Reader& r, const J& j, const std::string& path) {
+CellPlacement CellFromJson(const JsonReader& r, const J& j, const std::string& path) {
   r.Object(j, path,
            {"guest_cell", "host_node", "pinning", "shared_vcpus", "shared_cpus", "consumed_cpus",
             "memory_mib", "page_size_kib", "pages"});
   CellPlacement c;
-  c.guest_cell = static_cast<int>(r.Int(j, path, "guest_cell", true, 0, kMaxInt));
-  c.host_node = static_cast<int>(r.Int(j, path, "host_node", true, 0, kMaxInt));
+  c.guest_cell = PlacementInt(r, j, path, "guest_cell", true, 0);
+  c.host_node = PlacementInt(r, j, path, "host_node", true, 0);
   c.pinning = PinningFromJson(r, j, path);
-  c.shared_vcpus = r.Cpus(j, path, "shared_vcpus", false);
-  c.shared_cpus = r.Cpus(j, path, "shared_cpus", false);
-  c.consumed_cpus = r.Cpus(j, path, "consumed_cpus", false);
-  c.memory_mib = r.Unsigned(j, path, "memory_mib", true);
-  c.page_size_kib = r.Unsigned(j, path, "page_size_kib", true);
-  c.pages = r.Unsigned(j, path, "pages", true);
+  c.shared_vcpus = PlacementCpus(r, j, path, "shared_vcpus");
+  c.shared_cpus = PlacementCpus(r, j, path, "shared_cpus");
+  c.consumed_cpus = PlacementCpus(r, j, path, "consumed_cpus");
+  c.memory_mib = PlacementUnsigned(r, j, path, "memory_mib", true);
+  c.page_size_kib = PlacementUnsigned(r, j, path, "page_size_kib", true);
+  c.pages = PlacementUnsigned(r, j, path, "pages", true);
   return c;
 }
 
 template <class J>
-DevicePlacement DeviceFromJson(const Reader& r, const J& j, const std::string& path) {
+DevicePlacement DeviceFromJson(const JsonReader& r, const J& j, const std::string& path) {
   r.Object(j, path,
            {"request_alias", "address", "vendor_id", "device_id", "numa_node", "guest_cell"});
   DevicePlacement d;
-  d.request_alias = r.String(j, path, "request_alias", false);
-  d.address = r.String(j, path, "address", true);
-  if (d.address.empty()) r.Fail(Reader::Join(path, "address"), "is empty", "use dddd:bb:dd.f");
-  d.vendor_id = r.Hex16(j, path, "vendor_id", false);
-  d.device_id = r.Hex16(j, path, "device_id", false);
-  d.numa_node = static_cast<int>(r.Int(j, path, "numa_node", false, -1, kMaxInt, -1));
-  d.guest_cell = static_cast<int>(r.Int(j, path, "guest_cell", false, -1, kMaxInt, -1));
+  d.request_alias = PlacementString(r, j, path, "request_alias", false);
+  d.address = PlacementString(r, j, path, "address", true);
+  if (d.address.empty()) r.Fail({path, "address"}, "is empty", "use dddd:bb:dd.f");
+  d.vendor_id = PlacementHex4(r, j, path, "vendor_id");
+  d.device_id = PlacementHex4(r, j, path, "device_id");
+  d.numa_node = PlacementInt(r, j, path, "numa_node", false, -1, -1);
+  d.guest_cell = PlacementInt(r, j, path, "guest_cell", false, -1, -1);
   return d;
 }
 
@@ -263,35 +194,32 @@ namespace {
 
 template <class J>
 Placement PlacementFromJsonOf(const J& j, const std::string& where) {
-  Reader r(where);
+  const JsonReader r(where);
   r.Object(j, "",
            {"schema", "host", "flavor", "cells", "emulator_cpus", "emulator_consumed_cpus",
             "devices", "floating_vcpus", "floating_memory_mib", "notes"});
-  std::string schema = r.String(j, "", "schema", true);
+  std::string schema = PlacementString(r, j, "", "schema", true);
   if (schema != kPlacementSchema) {
     r.Fail("schema", "is '" + schema + "', expected '" + kPlacementSchema + "'",
            "this accel reads placement documents of schema " + std::string(kPlacementSchema));
   }
   Placement p;
-  p.host = r.String(j, "", "host", true);
-  p.flavor = r.String(j, "", "flavor", true);
-  const J& cells = r.Array(j, "", "cells", false);
+  p.host = PlacementString(r, j, "", "host", true);
+  p.flavor = PlacementString(r, j, "", "flavor", true);
+  const J& cells = PlacementArray(r, j, "cells");
   for (size_t i = 0; i < cells.size(); ++i) {
-    p.cells.push_back(CellFromJson(r, cells[i], Reader::Index("cells", i)));
+    p.cells.push_back(CellFromJson(r, cells[i], JsonReader::Index("cells", i)));
   }
-  p.emulator_cpus = r.Cpus(j, "", "emulator_cpus", false);
-  p.emulator_consumed_cpus = r.Cpus(j, "", "emulator_consumed_cpus", false);
-  const J& devices = r.Array(j, "", "devices", false);
+  p.emulator_cpus = PlacementCpus(r, j, "", "emulator_cpus");
+  p.emulator_consumed_cpus = PlacementCpus(r, j, "", "emulator_consumed_cpus");
+  const J& devices = PlacementArray(r, j, "devices");
   for (size_t i = 0; i < devices.size(); ++i) {
-    p.devices.push_back(DeviceFromJson(r, devices[i], Reader::Index("devices", i)));
+    p.devices.push_back(DeviceFromJson(r, devices[i], JsonReader::Index("devices", i)));
   }
-  p.floating_vcpus = static_cast<int>(r.Int(j, "", "floating_vcpus", false, 0, kMaxInt));
-  p.floating_memory_mib = r.Unsigned(j, "", "floating_memory_mib", false);
-  const J& notes = r.Array(j, "", "notes", false);
-  for (size_t i = 0; i < notes.size(); ++i) {
-    if (!notes[i].is_string()) r.Fail(Reader::Index("notes", i), "must be a string");
-    p.notes.push_back(notes[i].template get<std::string>());
-  }
+  p.floating_vcpus = PlacementInt(r, j, "", "floating_vcpus", false, 0);
+  p.floating_memory_mib = PlacementUnsigned(r, j, "", "floating_memory_mib", false);
+  const J& notes = PlacementArray(r, j, "notes");
+  for (size_t i = 0; i < notes.size(); ++i) p.notes.push_back(r.String(notes[i], JsonReader::Index("notes", i)));
   return p;
 }
 
@@ -306,14 +234,7 @@ Placement ReadPlacementJson(const std::string& text, const std::string& where) {
   // object is a vector whose growth deep-copies the members parsed so far (its pair<const
   // string, json> cannot be moved). With the error strings built only on error, reading a
   // stored claim went from about 41 to 26 µs (place_bench BM_PlacementJson/read).
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError(where, "", "is not valid JSON: at byte " + std::to_string(e.byte),
-                     "write it as accel place -o json does");
-  }
-  return PlacementFromJsonOf(j, where);
+  return PlacementFromJsonOf(ParseJsonText(text, where), where);
 }
 
 ordered_json NoFitToJson(const NoFit& no_fit) {

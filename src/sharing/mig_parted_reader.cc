@@ -1,12 +1,11 @@
 // Reading mig-parted v1 files with mig-parted's own strict rules (api/spec/v1/spec.go), plus a few
-// checks mig-parted leaves to apply time (device-filter syntax, duplicate keys, which YAML→JSON
-// would silently collapse). Scalars are judged as mig-parted's YAML 1.1 reader would type them:
+// checks mig-parted leaves to apply time (device-filter syntax; duplicate keys, which YAML→JSON
+// would silently collapse, are refused by the common check LoadOneDocument runs). Scalars are judged as mig-parted's YAML 1.1 reader would type them:
 // an unquoted 0x233010DE is a number there, so it is refused as a device-filter.
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <climits>
-#include <set>
 
 #include "common/error.h"
 #include "common/structured_file.h"
@@ -19,7 +18,8 @@ namespace {
 
 using namespace parted_detail;
 
-// A mapping's keys and values in file order, after checking that keys are scalars and unique.
+// A mapping's keys and values in file order, after checking that keys are scalars (a key given
+// twice was refused when the text was loaded: LoadOneDocument).
 struct Field {
   std::string key;
   YAML::Node value;
@@ -84,21 +84,13 @@ class Reader {
     return ": " + (IsPlain(node) ? s : Quoted(s));
   }
 
-  // quote_keys: profile keys hold dots, so their paths read mig-devices."1g.10gb".
-  std::vector<Field> Fields(const YAML::Node& map, const std::string& path, int line,
-                            bool quote_keys = false) {
+  std::vector<Field> Fields(const YAML::Node& map, const std::string& path, int line) {
     std::vector<Field> out;
-    std::set<std::string> seen;
     for (auto it = map.begin(); it != map.end(); ++it) {
       int key_line = LineOf(it->first, line);
       if (!it->first.IsScalar()) Fail(key_line, path, "a key is not a plain string");
       Count(key_line);
-      Field f{it->first.Scalar(), it->second, key_line};
-      if (!seen.insert(f.key).second) {
-        Fail(key_line, Join(path, quote_keys ? Quoted(f.key) : f.key), "key appears twice",
-             "keep one; mig-parted would silently use the last");
-      }
-      out.push_back(std::move(f));
+      out.push_back(Field{it->first.Scalar(), it->second, key_line});
     }
     return out;
   }
@@ -235,7 +227,7 @@ class Reader {
     if (!f.value.IsMap())
       Fail(f.line, field, "must be a mapping of profile to count", "e.g. {\"1g.10gb\": 7}");
     bool any_positive = false;
-    for (const Field& d : Fields(f.value, field, f.line, true)) {
+    for (const Field& d : Fields(f.value, field, f.line)) {
       std::string key_field = field + "." + Quoted(d.key);
       std::string why;
       if (!ParseProfileName(d.key, &why)) {

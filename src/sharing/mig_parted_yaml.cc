@@ -9,6 +9,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "common/structured_file.h"
 
 namespace accel::sharing::parted_detail {
 
@@ -90,6 +91,9 @@ YAML::Node LoadOneDocument(std::string_view yaml, const std::string& source, int
     }
     throw InputError(where, "", "text after the end of the YAML document (a stray ',' or ']'?)");
   }
+  // The common checks yaml-cpp's tree does not make: a key given twice (mig-parted, reading
+  // YAML into JSON, would silently keep the last), text that is not UTF-8, alias bombs.
+  CheckYamlText(text, source, line_offset + 1);
   return root;
 }
 

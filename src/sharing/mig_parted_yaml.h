@@ -15,8 +15,9 @@
 namespace accel::sharing::parted_detail {
 
 /// The first YAML document of `yaml`. Throws InputError (where = "source:line", the line plus
-/// `line_offset`) when a second document or stray text follows, and YAML::ParserException on a
-/// syntax error.
+/// `line_offset`) when a second document or stray text follows, then whatever CheckYamlText of
+/// common/structured_file.h refuses (a key given twice: "source:LINE:COL", naming both lines),
+/// and YAML::ParserException on a syntax error.
 YAML::Node LoadOneDocument(std::string_view yaml, const std::string& source, int line_offset = 0);
 
 /// 1-based line of `node`; `fallback` (the key's line) for empty values and unknown marks.

@@ -7,42 +7,10 @@
 #include <cstring>
 #include <optional>
 
+#include "common/base64.h"
+
 namespace accel::telemetry {
 namespace {
-
-// Strict standard base64 with padding (Go's base64.StdEncoding); nullopt when malformed.
-std::optional<std::string> DecodeBase64(std::string_view in) {
-  auto value = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-  };
-  if (in.size() % 4 != 0) return std::nullopt;
-  std::string out;
-  for (size_t i = 0; i < in.size(); i += 4) {
-    const bool last = i + 4 == in.size();
-    int pad = 0;
-    uint32_t bits = 0;
-    for (size_t j = 0; j < 4; ++j) {
-      char c = in[i + j];
-      if (c == '=' && last && j >= 2 && (j == 3 || in[i + 3] == '=')) {
-        ++pad;
-        bits <<= 6;
-        continue;
-      }
-      int v = value(c);
-      if (v < 0 || pad > 0) return std::nullopt;
-      bits = (bits << 6) | static_cast<uint32_t>(v);
-    }
-    out.push_back(static_cast<char>(bits >> 16));
-    if (pad < 2) out.push_back(static_cast<char>((bits >> 8) & 0xff));
-    if (pad < 1) out.push_back(static_cast<char>(bits & 0xff));
-  }
-  return out;
-}
 
 bool StartsWithBasic(std::string_view s) {
   static constexpr std::string_view kPrefix = "basic ";
@@ -65,7 +33,7 @@ BasicAuthenticator::~BasicAuthenticator() = default;
 bool BasicAuthenticator::Verify(std::string_view authorization) {
   if (users_.empty()) return true;
   if (!StartsWithBasic(authorization)) return false;
-  std::optional<std::string> decoded = DecodeBase64(authorization.substr(6));
+  std::optional<std::string> decoded = DecodeBase64(authorization.substr(6), Base64Rules::kStrict);
   if (!decoded) return false;
   const size_t colon = decoded->find(':');
   if (colon == std::string::npos) return false;

@@ -19,6 +19,7 @@
 #include <sstream>
 #include <string>
 
+#include "common/base64.h"
 #include "common/error.h"
 #include "common/strings.h"
 
@@ -66,14 +67,6 @@ Target ParseBaseUrl(const std::string& url) {
   const std::string user = t.userinfo.substr(0, t.userinfo.find(':'));
   t.display = std::string(t.tls ? "https://" : "http://") + (user.empty() ? "" : user + "@") + rest;
   return t;
-}
-
-std::string Base64(const std::string& in) {
-  std::string out(4 * ((in.size() + 2) / 3) + 1, '\0');
-  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), reinterpret_cast<const unsigned char*>(in.data()),
-                          static_cast<int>(in.size()));
-  out.resize(static_cast<size_t>(n));
-  return out;
 }
 
 std::string OpenSslError() {
@@ -271,7 +264,7 @@ HttpResponse HttpCall(const std::string& base_url, const std::string& method, co
   std::string request = method + " " + path_and_query + " HTTP/1.1\r\nHost: " + host + ":" + t.port +
                         "\r\nUser-Agent: accel\r\n" + (accept_given ? "" : "Accept: application/json\r\n") +
                         "Connection: close\r\n" + extra;
-  if (!t.userinfo.empty()) request += "Authorization: Basic " + Base64(PercentDecode(t.userinfo)) + "\r\n";
+  if (!t.userinfo.empty()) request += "Authorization: Basic " + EncodeBase64(PercentDecode(t.userinfo)) + "\r\n";
   if (!body.empty() && !content_type_given) request += "Content-Type: application/json\r\n";
   request += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
   Connection c(t, options);

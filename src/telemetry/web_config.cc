@@ -10,6 +10,7 @@
 #include <regex>
 
 #include "common/error.h"
+#include "common/json_reader.h"
 #include "common/structured_file.h"
 #include "telemetry/tls_context.h"
 
@@ -31,61 +32,34 @@ const std::map<std::string, std::vector<std::string>>& AllowedHeaders() {
   return headers;
 }
 
-// Reads one parsed document; every error names the file and the key path.
-class Reader {
+// The web config's conventions on the common reader: YAML's words in messages, a key with no value
+// (null) reads as unset, and files it names are relative to the config's directory.
+class WebConfigReader : public JsonReader {
  public:
-  Reader(std::string where, std::string base_dir)
-      : where_(std::move(where)), base_dir_(std::move(base_dir)) {}
+  WebConfigReader(std::string where, std::string base_dir)
+      : JsonReader(std::move(where), JsonWords::kYaml), base_dir_(std::move(base_dir)) {}
 
-  [[noreturn]] void Fail(const std::string& field, const std::string& problem,
-                         const std::string& hint = "") const {
-    throw InputError(where_, field, problem, hint);
-  }
-
-  // `node` as an object (null = empty) whose keys are all in `known`.
-  const json& Object(const json& node, const std::string& field,
-                     std::initializer_list<const char*> known) const {
+  // `node` as a mapping (null = empty) whose keys are all in `known`.
+  const json& Section(const json& node, const std::string& field,
+                      std::initializer_list<std::string_view> known) const {
     static const json kEmpty = json::object();
-    if (node.is_null()) return kEmpty;
-    if (!node.is_object()) Fail(field, "must be a mapping");
-    for (const auto& [key, value] : node.items()) {
-      bool ok = false;
-      for (const char* k : known) ok = ok || key == k;
-      if (!ok) {
-        std::string list;
-        for (const char* k : known) list += (list.empty() ? "" : ", ") + std::string(k);
-        Fail(Join(field, key), "unknown key", "known keys here: " + list);
-      }
-    }
-    return node;
+    return node.is_null() ? kEmpty : Object(node, field, known);
   }
 
   // A string value; absent, null and "" all read as "".
-  std::string String(const json& obj, const std::string& field, const char* key) const {
-    auto it = obj.find(key);
-    if (it == obj.end() || it->is_null()) return "";
-    if (!it->is_string()) Fail(Join(field, key), "must be a string", "quote the value");
-    return it->get<std::string>();
+  std::string OptionalString(const json& obj, const std::string& field, const char* key) const {
+    const json* v = FindNonNull(obj, key);
+    return v ? String(*v, {field, key}) : "";
   }
 
-  std::optional<bool> Bool(const json& obj, const std::string& field, const char* key) const {
-    auto it = obj.find(key);
-    if (it == obj.end() || it->is_null()) return std::nullopt;
-    if (!it->is_boolean()) Fail(Join(field, key), "must be true or false");
-    return it->get<bool>();
+  std::optional<bool> OptionalBool(const json& obj, const std::string& field, const char* key) const {
+    const json* v = FindNonNull(obj, key);
+    return v ? std::optional<bool>(Bool(*v, {field, key})) : std::nullopt;
   }
 
-  std::vector<std::string> Strings(const json& obj, const std::string& field,
-                                   const char* key) const {
-    std::vector<std::string> out;
-    auto it = obj.find(key);
-    if (it == obj.end() || it->is_null()) return out;
-    if (!it->is_array()) Fail(Join(field, key), "must be a list of strings");
-    for (const json& item : *it) {
-      if (!item.is_string()) Fail(Join(field, key), "must be a list of strings");
-      out.push_back(item.get<std::string>());
-    }
-    return out;
+  std::vector<std::string> OptionalStrings(const json& obj, const std::string& field, const char* key) const {
+    const json* v = FindNonNull(obj, key);
+    return v ? Strings(*v, {field, key}) : std::vector<std::string>{};
   }
 
   // The contents of a file named in the config, relative to the config's directory.
@@ -108,16 +82,11 @@ class Reader {
     }
   }
 
-  static std::string Join(const std::string& field, const std::string& key) {
-    return field.empty() ? key : field + "." + key;
-  }
-
  private:
-  std::string where_;
   std::string base_dir_;
 };
 
-int TlsVersion(const Reader& r, const std::string& field, const std::string& name, int fallback) {
+int TlsVersion(const WebConfigReader& r, const std::string& field, const std::string& name, int fallback) {
   if (name.empty()) return fallback;
   if (name == "TLS13") return TLS1_3_VERSION;
   if (name == "TLS12") return TLS1_2_VERSION;
@@ -128,7 +97,7 @@ int TlsVersion(const Reader& r, const std::string& field, const std::string& nam
   r.Fail(field, "unknown TLS version \"" + name + "\"", "use TLS12 or TLS13");
 }
 
-ClientAuth ParseClientAuth(const Reader& r, const std::string& field, const std::string& name) {
+ClientAuth ParseClientAuth(const WebConfigReader& r, const std::string& field, const std::string& name) {
   if (name.empty() || name == "NoClientCert") return ClientAuth::kNoClientCert;
   if (name == "RequestClientCert") return ClientAuth::kRequestClientCert;
   // "RequireClientCert" is exporter-toolkit's backwards-compatible spelling.
@@ -144,7 +113,7 @@ ClientAuth ParseClientAuth(const Reader& r, const std::string& field, const std:
 
 // Go's IANA cipher suite names -> OpenSSL names. TLS 1.3 suites are accepted and ignored, as Go
 // ignores them (they are not configurable there either).
-std::vector<std::string> CipherSuites(const Reader& r, const std::string& field,
+std::vector<std::string> CipherSuites(const WebConfigReader& r, const std::string& field,
                                       const std::vector<std::string>& names) {
   std::vector<std::string> out;
   for (const std::string& name : names) {
@@ -161,7 +130,7 @@ std::vector<std::string> CipherSuites(const Reader& r, const std::string& field,
   return out;
 }
 
-std::vector<std::string> Curves(const Reader& r, const std::string& field,
+std::vector<std::string> Curves(const WebConfigReader& r, const std::string& field,
                                 const std::vector<std::string>& names) {
   static const std::map<std::string, std::string> kCurves = {
       {"CurveP256", "P-256"}, {"CurveP384", "P-384"}, {"CurveP521", "P-521"}, {"X25519", "X25519"}};
@@ -177,21 +146,21 @@ std::vector<std::string> Curves(const Reader& r, const std::string& field,
 }
 
 // One PEM from either its inline key or its *_file key; `source` says which.
-std::string Pem(const Reader& r, const json& tls, const char* inline_key, const char* file_key,
+std::string Pem(const WebConfigReader& r, const json& tls, const char* inline_key, const char* file_key,
                 std::string* source) {
   const std::string field = "tls_server_config";
-  std::string text = r.String(tls, field, inline_key);
-  std::string file = r.String(tls, field, file_key);
+  std::string text = r.OptionalString(tls, field, inline_key);
+  std::string file = r.OptionalString(tls, field, file_key);
   if (!text.empty() && !file.empty()) {
-    r.Fail(Reader::Join(field, inline_key), std::string("is given together with ") + file_key,
+    r.Fail(JsonReader::Join(field, inline_key), std::string("is given together with ") + file_key,
            "give the PEM inline or as a file, not both");
   }
-  if (!file.empty()) return r.ReadNamedFile(Reader::Join(field, file_key), file, source);
+  if (!file.empty()) return r.ReadNamedFile(JsonReader::Join(field, file_key), file, source);
   *source = text.empty() ? "" : inline_key;
   return text;
 }
 
-void CheckClientPolicy(const Reader& r, const TlsServerConfig& tls) {
+void CheckClientPolicy(const WebConfigReader& r, const TlsServerConfig& tls) {
   const std::string field = "tls_server_config.client_auth_type";
   const bool has_ca = !tls.client_ca_pem.empty();
   if (has_ca && tls.client_auth == ClientAuth::kNoClientCert) {
@@ -213,7 +182,7 @@ void CheckClientPolicy(const Reader& r, const TlsServerConfig& tls) {
 
 // Tries the settings on a scratch OpenSSL context so bad PEM, a key that does not match its
 // certificate or a cipher OpenSSL rejects fail now, with the key that caused it.
-void TryTlsSettings(const Reader& r, const TlsServerConfig& tls) {
+void TryTlsSettings(const WebConfigReader& r, const TlsServerConfig& tls) {
   std::unique_ptr<SSL_CTX, decltype(&SSL_CTX_free)> ctx(SSL_CTX_new(TLS_server_method()),
                                                         &SSL_CTX_free);
   if (!ctx) r.Fail("tls_server_config", "OpenSSL cannot create a TLS context");
@@ -221,9 +190,9 @@ void TryTlsSettings(const Reader& r, const TlsServerConfig& tls) {
   if (!ConfigureTlsContext(tls, ctx.get(), &error)) r.Fail(error.field, error.problem);
 }
 
-TlsServerConfig ParseTls(const Reader& r, const json& node) {
+TlsServerConfig ParseTls(const WebConfigReader& r, const json& node) {
   const std::string f = "tls_server_config";
-  const json& tls_node = r.Object(
+  const json& tls_node = r.Section(
       node, f,
       {"cert", "key", "client_ca", "cert_file", "key_file", "client_auth_type", "client_ca_file",
        "client_allowed_sans", "min_version", "max_version", "cipher_suites",
@@ -232,19 +201,19 @@ TlsServerConfig ParseTls(const Reader& r, const json& node) {
   tls.cert_pem = Pem(r, tls_node, "cert", "cert_file", &tls.cert_source);
   tls.key_pem = Pem(r, tls_node, "key", "key_file", &tls.key_source);
   tls.client_ca_pem = Pem(r, tls_node, "client_ca", "client_ca_file", &tls.client_ca_source);
-  const std::string auth = r.String(tls_node, f, "client_auth_type");
-  tls.client_auth = ParseClientAuth(r, Reader::Join(f, "client_auth_type"), auth);
-  tls.client_allowed_sans = r.Strings(tls_node, f, "client_allowed_sans");
-  tls.min_version = TlsVersion(r, Reader::Join(f, "min_version"),
-                               r.String(tls_node, f, "min_version"), TLS1_2_VERSION);
-  tls.max_version = TlsVersion(r, Reader::Join(f, "max_version"),
-                               r.String(tls_node, f, "max_version"), TLS1_3_VERSION);
-  tls.cipher_suites = CipherSuites(r, Reader::Join(f, "cipher_suites"),
-                                   r.Strings(tls_node, f, "cipher_suites"));
-  tls.curve_preferences = Curves(r, Reader::Join(f, "curve_preferences"),
-                                 r.Strings(tls_node, f, "curve_preferences"));
+  const std::string auth = r.OptionalString(tls_node, f, "client_auth_type");
+  tls.client_auth = ParseClientAuth(r, JsonReader::Join(f, "client_auth_type"), auth);
+  tls.client_allowed_sans = r.OptionalStrings(tls_node, f, "client_allowed_sans");
+  tls.min_version = TlsVersion(r, JsonReader::Join(f, "min_version"),
+                               r.OptionalString(tls_node, f, "min_version"), TLS1_2_VERSION);
+  tls.max_version = TlsVersion(r, JsonReader::Join(f, "max_version"),
+                               r.OptionalString(tls_node, f, "max_version"), TLS1_3_VERSION);
+  tls.cipher_suites = CipherSuites(r, JsonReader::Join(f, "cipher_suites"),
+                                   r.OptionalStrings(tls_node, f, "cipher_suites"));
+  tls.curve_preferences = Curves(r, JsonReader::Join(f, "curve_preferences"),
+                                 r.OptionalStrings(tls_node, f, "curve_preferences"));
   tls.prefer_server_cipher_suites =
-      r.Bool(tls_node, f, "prefer_server_cipher_suites").value_or(true);
+      r.OptionalBool(tls_node, f, "prefer_server_cipher_suites").value_or(true);
 
   tls.enabled = !tls.cert_source.empty() || !tls.key_source.empty() ||
                 !tls.client_ca_source.empty() || !auth.empty();
@@ -254,25 +223,25 @@ TlsServerConfig ParseTls(const Reader& r, const json& node) {
     }
     return tls;
   }
-  if (tls.cert_source.empty()) r.Fail(Reader::Join(f, "cert_file"), "is missing", "TLS needs a certificate and its key");
-  if (tls.key_source.empty()) r.Fail(Reader::Join(f, "key_file"), "is missing", "TLS needs a certificate and its key");
+  if (tls.cert_source.empty()) r.Fail(JsonReader::Join(f, "cert_file"), "is missing", "TLS needs a certificate and its key");
+  if (tls.key_source.empty()) r.Fail(JsonReader::Join(f, "key_file"), "is missing", "TLS needs a certificate and its key");
   if (tls.min_version > tls.max_version) {
-    r.Fail(Reader::Join(f, "min_version"), "is above max_version");
+    r.Fail(JsonReader::Join(f, "min_version"), "is above max_version");
   }
   CheckClientPolicy(r, tls);
   TryTlsSettings(r, tls);
   return tls;
 }
 
-void ParseHttp(const Reader& r, const json& node, WebConfig* config) {
+void ParseHttp(const WebConfigReader& r, const json& node, WebConfig* config) {
   const std::string f = "http_server_config";
-  const json& http = r.Object(node, f, {"http2", "headers"});
-  config->http2 = r.Bool(http, f, "http2").value_or(true);
+  const json& http = r.Section(node, f, {"http2", "headers"});
+  config->http2 = r.OptionalBool(http, f, "http2").value_or(true);
   auto it = http.find("headers");
   if (it == http.end() || it->is_null()) return;
-  if (!it->is_object()) r.Fail(Reader::Join(f, "headers"), "must be a mapping of header: value");
+  if (!it->is_object()) r.Fail(JsonReader::Join(f, "headers"), "must be a mapping of header: value");
   for (const auto& [name, value] : it->items()) {
-    const std::string field = Reader::Join(f, "headers." + name);
+    const std::string field = JsonReader::Join(f, "headers." + name);
     auto allowed = AllowedHeaders().find(name);
     if (allowed == AllowedHeaders().end()) {
       r.Fail(field, "this header cannot be configured",
@@ -295,13 +264,13 @@ void ParseHttp(const Reader& r, const json& node, WebConfig* config) {
   }
 }
 
-void ParseUsers(const Reader& r, const json& node, WebConfig* config) {
+void ParseUsers(const WebConfigReader& r, const json& node, WebConfig* config) {
   const std::string f = "basic_auth_users";
   if (node.is_null()) return;
   if (!node.is_object()) r.Fail(f, "must be a mapping of user: bcrypt hash");
   static const std::regex kBcrypt(R"(\$2[aby]\$(0[4-9]|[12][0-9]|3[01])\$[./A-Za-z0-9]{53})");
   for (const auto& [user, hash] : node.items()) {
-    const std::string field = Reader::Join(f, user);
+    const std::string field = JsonReader::Join(f, user);
     if (!hash.is_string() || !std::regex_match(hash.get<std::string>(), kBcrypt)) {
       r.Fail(field, "is not a bcrypt hash ($2a$, $2b$ or $2y$, cost 04-31, 60 characters)",
              "make one with: htpasswd -nBC 10 \"\" | tr -d ':\\n'");
@@ -314,9 +283,9 @@ void ParseUsers(const Reader& r, const json& node, WebConfig* config) {
 
 WebConfig ParseWebConfig(const std::string& yaml_text, const std::string& where,
                          const std::string& base_dir) {
-  const Reader r(where, base_dir);
+  const WebConfigReader r(where, base_dir);
   const json doc = ParseStructuredText(yaml_text, where);
-  const json& top = r.Object(doc, "", {"tls_server_config", "http_server_config",
+  const json& top = r.Section(doc, "", {"tls_server_config", "http_server_config",
                                         "basic_auth_users", "rate_limit"});
   if (auto it = top.find("rate_limit"); it != top.end() && !it->is_null()) {
     r.Fail("rate_limit", "is not supported", "remove it, or rate-limit in a reverse proxy");

@@ -257,7 +257,7 @@ TEST(ClusterTemplate, InfrastructureOperatorsAndDriver) {
 TEST(ClusterTemplate, StructureErrors) {
   const InputError syntax = ErrorOf("a: [");
   EXPECT_EQ(syntax.where(), "t.yaml:1:1") << syntax.what();
-  EXPECT_NE(syntax.problem().find("syntax error"), std::string::npos) << syntax.what();
+  EXPECT_NE(syntax.problem().find("is not valid YAML"), std::string::npos) << syntax.what();
   EXPECT_NE(syntax.hint().find("indentation"), std::string::npos) << syntax.what();
   ExpectError("", "", "is empty", "ai-prod.yaml");
   ExpectError(Replace(kBase, "kind: ClusterTemplate\n", ""), "kind", "is missing", "ClusterTemplate");
@@ -274,6 +274,12 @@ TEST(ClusterTemplate, StructureErrors) {
   // Duplicate keys are refused by the common reader, with the line.
   const InputError dup = ErrorOf(Replace(kBase, "    count: 2\n", "    count: 2\n    count: 3\n"));
   EXPECT_NE(std::string(dup.what()).find("twice"), std::string::npos) << dup.what();
+  EXPECT_EQ(dup.field(), "spec.nodeGroups[0].count") << dup.what();
+  EXPECT_NE(dup.problem().find("(lines "), std::string::npos) << dup.what();
+  // So are several documents, which yaml-cpp alone would drop.
+  EXPECT_NE(ErrorOf(kBase + "---
+apiVersion: x
+").problem().find("more than one YAML document"), std::string::npos);
 }
 
 TEST(ClusterTemplate, GroupErrors) {

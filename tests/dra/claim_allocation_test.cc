@@ -109,32 +109,32 @@ TEST(ClaimAllocation, MalformedFieldsNameTheirPath) {
   EXPECT_THAT(FieldOf(c), HasSubstr("metadata: is missing"));
   c = Claim();
   c["metadata"]["uid"] = 7;
-  EXPECT_THAT(FieldOf(c), HasSubstr("metadata.uid: is not a string"));
+  EXPECT_THAT(FieldOf(c), HasSubstr("metadata.uid: expected a string, got an integer"));
   c = Claim();
   c["status"]["allocation"]["devices"]["results"] = "gpu-0";
-  EXPECT_THAT(FieldOf(c), HasSubstr("status.allocation.devices.results: is not a list"));
+  EXPECT_THAT(FieldOf(c), HasSubstr("status.allocation.devices.results: expected an array, got a string"));
   c = Claim();
   c["status"]["allocation"]["devices"]["results"][2]["device"] = "";
   EXPECT_THAT(FieldOf(c), HasSubstr("status.allocation.devices.results[2].device: is empty"));
   c = Claim();
   c["status"]["allocation"]["devices"]["results"][0]["adminAccess"] = "yes";
-  EXPECT_THAT(FieldOf(c), HasSubstr("results[0].adminAccess: is not a boolean"));
+  EXPECT_THAT(FieldOf(c), HasSubstr("results[0].adminAccess: expected true or false, got a string"));
   c = Claim();
   c["status"]["allocation"]["devices"]["results"][0].erase("driver");
   EXPECT_THAT(FieldOf(c), HasSubstr("results[0].driver: is missing"));
   c = Claim();
   c["status"]["allocation"]["devices"]["results"][1] = 3;
-  EXPECT_THAT(FieldOf(c), HasSubstr("results[1]: is not an object"));
+  EXPECT_THAT(FieldOf(c), HasSubstr("results[1]: expected an object, got an integer"));
   c = Claim();
   c["status"]["allocation"] = "yes";
-  EXPECT_THAT(FieldOf(c), HasSubstr("status.allocation: is not an object"));
+  EXPECT_THAT(FieldOf(c), HasSubstr("status.allocation: expected an object, got a string"));
 }
 
 TEST(ClaimAllocation, OurParametersAreChecked) {
   Json c = Claim();
   auto& params = c["status"]["allocation"]["devices"]["config"][2]["opaque"]["parameters"];
   params = {{"ncclSocketIfnam", "eth0"}};
-  EXPECT_THAT(FieldOf(c), HasSubstr("config[2].opaque.parameters.ncclSocketIfnam: is not a known"));
+  EXPECT_THAT(FieldOf(c), HasSubstr("config[2].opaque.parameters.ncclSocketIfnam: unknown key"));
   params = {{"ncclSocketIfname", "eth0; rm -rf /"}};
   EXPECT_THAT(FieldOf(c), HasSubstr("ncclSocketIfname: has a character"));
   params = {{"apiVersion", "accel.io/v2"}};
@@ -144,9 +144,9 @@ TEST(ClaimAllocation, OurParametersAreChecked) {
   EXPECT_FALSE(a.parameters.nccl);
   EXPECT_EQ(a.parameters.socket_ifname, "");  // set, to nothing: NCCL_SOCKET_IFNAME unset
   params = {{"nccl", "no"}};
-  EXPECT_THAT(FieldOf(c), HasSubstr("nccl: is not a boolean"));
+  EXPECT_THAT(FieldOf(c), HasSubstr("nccl: expected true or false, got a string"));
   params = "text";
-  EXPECT_THAT(FieldOf(c), HasSubstr("parameters: is not an object"));
+  EXPECT_THAT(FieldOf(c), HasSubstr("parameters: expected an object, got a string"));
 }
 
 }  // namespace

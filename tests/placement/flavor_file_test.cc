@@ -71,7 +71,7 @@ TEST(StructuredFileTest, SyntaxErrorsNameFileLineAndColumn) {
     FAIL();
   } catch (const InputError& e) {
     EXPECT_EQ(e.where(), "f.json:3:7") << e.what();
-    EXPECT_NE(e.problem().find("JSON syntax error"), std::string::npos) << e.what();
+    EXPECT_NE(e.problem().find("is not valid JSON: syntax error"), std::string::npos) << e.what();
     EXPECT_EQ(e.problem().find("json.exception"), std::string::npos) << e.what();
   }
   try {
@@ -79,7 +79,7 @@ TEST(StructuredFileTest, SyntaxErrorsNameFileLineAndColumn) {
     FAIL();
   } catch (const InputError& e) {
     EXPECT_EQ(e.where().rfind("f.yaml:", 0), 0u) << e.what();
-    EXPECT_NE(e.problem().find("YAML syntax error"), std::string::npos) << e.what();
+    EXPECT_NE(e.problem().find("is not valid YAML"), std::string::npos) << e.what();
   }
 }
 
@@ -90,6 +90,8 @@ TEST(StructuredFileTest, DuplicateKeysAreRefused) {
     FAIL();
   } catch (const InputError& e) {
     EXPECT_EQ(e.field(), "flavors[0].extra_specs.x") << e.what();
+    EXPECT_EQ(e.where(), "f.json:1:52") << e.what();
+    EXPECT_EQ(e.problem(), "key given twice (both on line 1, columns 44 and 52)") << e.what();
   }
   try {
     ParseStructuredText("name: a\nextra_specs:\n  hw:numa_nodes: 1\n  hw:numa_nodes: 2\n", "f.yaml");
@@ -97,6 +99,7 @@ TEST(StructuredFileTest, DuplicateKeysAreRefused) {
   } catch (const InputError& e) {
     EXPECT_EQ(e.where(), "f.yaml:4:3") << e.what();
     EXPECT_EQ(e.field(), "extra_specs.hw:numa_nodes") << e.what();
+    EXPECT_EQ(e.problem(), "key given twice (lines 3 and 4)") << e.what();
   }
 }
 

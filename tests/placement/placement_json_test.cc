@@ -146,7 +146,7 @@ TEST(PlacementJson, ErrorsNameTheFieldPath) {
   EXPECT_EQ(ErrorField([](ordered_json& j) { j["floating_vcpus"] = 3000000000LL; }),
             "floating_vcpus");
   EXPECT_EQ(ErrorField([](ordered_json& j) { j["notes"][1] = 7; }), "notes[1]");
-  EXPECT_EQ(ErrorField([](ordered_json& j) { j = ordered_json::array(); }), "(top level)");
+  EXPECT_EQ(ErrorField([](ordered_json& j) { j = ordered_json::array(); }), "");
 }
 
 TEST(PlacementJson, MalformedTextIsAnInputError) {
@@ -154,8 +154,16 @@ TEST(PlacementJson, MalformedTextIsAnInputError) {
     ReadPlacementJson("{\"schema\": ", "placement.json");
     FAIL() << "expected InputError";
   } catch (const InputError& e) {
-    EXPECT_EQ(e.where(), "placement.json");
+    EXPECT_EQ(e.where(), "placement.json:1:12");
     EXPECT_NE(e.problem().find("not valid JSON"), std::string::npos);
+  }
+  try {
+    ReadPlacementJson("{\"schema\": \"accel.placement/v1\",\n \"schema\": \"x\"}", "placement.json");
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "placement.json:2:2: schema: key given twice (lines 1 and 2) (keep one: JSON keeps only the last, so "
+              "the first would be ignored)");
   }
 }
 

@@ -162,7 +162,7 @@ TEST(HostJsonErrors, SyntaxAndTopLevel) {
   ExpectError([](Json& d) { d.erase("hostname"); }, "hostname", "is missing");
   ExpectError([](Json& d) { d["hostname"] = ""; }, "", "hostname: is empty");
   ExpectError([](Json& d) { d["source"] = nullptr; }, "source", "got null");
-  ExpectError([](Json& d) { d["hostnmae"] = "typo"; }, "hostnmae", "is not a known key");
+  ExpectError([](Json& d) { d["hostnmae"] = "typo"; }, "hostnmae", "unknown key");
   ExpectError([](Json& d) { d["packages"] = Json::object(); }, "packages", "expected an array");
   ExpectError([](Json& d) { d.erase("pci"); }, "pci", "is missing");
 }
@@ -174,7 +174,7 @@ TEST(HostJsonErrors, Packages) {
   ExpectError([](Json& d) { d["packages"][1]["id"] = 0; }, "", "unique and ascending");
   ExpectError([](Json& d) { d["packages"][1]["cpus"] = "4-x"; }, "packages[1].cpus", "'4-x'");
   ExpectError([](Json& d) { d["packages"][1]["socket"] = 1; }, "packages[1].socket",
-              "known keys here: id, cpus, model");
+              "known here: id, cpus, model");
   ExpectError([](Json& d) { d["packages"][0].erase("cpus"); }, "packages[0].cpus", "missing");
 }
 
@@ -242,7 +242,7 @@ TEST(HostJsonErrors, Pci) {
   ExpectError([](Json& d) { d["pci"][2]["address"] = "0000:18:00.8"; }, "", "is not a PCI address");
   ExpectError([](Json& d) { d["pci"][2]["address"] = "0000:1A:00.0"; }, "", "lower-case");
   ExpectError([](Json& d) { d["pci"][0]["address"] = "0000:15"; }, "", "root bus name");
-  ExpectError([](Json& d) { d["pci"][2]["numa"] = 0; }, "pci[2].numa", "is not a known key");
+  ExpectError([](Json& d) { d["pci"][2]["numa"] = 0; }, "pci[2].numa", "unknown key");
 }
 
 TEST(HostJsonErrors, MessageNamesFileFieldAndHint) {
@@ -253,7 +253,7 @@ TEST(HostJsonErrors, MessageNamesFileFieldAndHint) {
     FAIL();
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()),
-              "hosts/h.json: extra: is not a known key (known keys here: schema, hostname, "
+              "hosts/h.json: extra: unknown key (known here: schema, hostname, "
               "source, packages, numa_nodes, pci)");
   }
 }
