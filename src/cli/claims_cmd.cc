@@ -85,17 +85,6 @@ int ReleaseClaim(const ReleaseOptions& o) {
   return kExitOk;
 }
 
-// Runs a command body; an InputError becomes one line on stderr and exit code 2.
-template <typename Body>
-int Guarded(const char* command, Body body) {
-  try {
-    return body();
-  } catch (const InputError& e) {
-    std::cerr << "accel " << command << ": " << e.what() << "\n";
-    return kExitBadInput;
-  }
-}
-
 }  // namespace
 
 void RegisterClaims(CLI::App& app, int* exit_code) {
@@ -114,7 +103,7 @@ void RegisterClaims(CLI::App& app, int* exit_code) {
   claims->add_option("-o,--output", claims_opts->output, "table (default), json or yaml")
       ->check(CLI::IsMember({"table", "json", "yaml"}));
   claims->callback([claims_opts, exit_code] {
-    *exit_code = Guarded("claims", [&] { return ListClaims(*claims_opts); });
+    *exit_code = ListClaims(*claims_opts);
   });
 
   auto release_opts = std::make_shared<ReleaseOptions>();
@@ -129,7 +118,7 @@ void RegisterClaims(CLI::App& app, int* exit_code) {
   release->add_option("--state", release_opts->state, kStateHelp);
   release->add_option("--store", release_opts->store, kClaimsStoreHelp);
   release->callback([release_opts, exit_code] {
-    *exit_code = Guarded("release", [&] { return ReleaseClaim(*release_opts); });
+    *exit_code = ReleaseClaim(*release_opts);
   });
 }
 

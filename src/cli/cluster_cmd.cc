@@ -118,7 +118,7 @@ int Plan(const PlanOptions& o) {
   cluster::StackPart stack;
   try {
     stack = cluster::PlanStack(t, plan);
-  } catch (...) {
+  } catch (...) {  // the claims made for this plan must not outlive it; main() reports the error
     ReleaseClaims(claimed, plan);
     throw;
   }
@@ -138,7 +138,7 @@ int Plan(const PlanOptions& o) {
       const auto files = cluster::PlanFiles(plan, stack);
       WriteDirectoryAtomically(o.out, files);
       std::cerr << "accel cluster plan: wrote " << files.size() << " files to " << o.out << "\n";
-    } catch (...) {
+    } catch (...) {  // as above: release, then main() reports the error
       ReleaseClaims(claimed, plan);
       throw;
     }

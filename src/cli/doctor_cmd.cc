@@ -31,32 +31,27 @@ struct DoctorCliOptions {
 };
 
 int RunDoctorCommand(const DoctorCliOptions& o) {
-  try {
-    doctor::DoctorOptions d;
-    d.root = o.root;
-    if (!doctor::ParseRole(o.role, &d.role))
-      throw InputError("--role", "", "unknown role \"" + o.role + "\"",
-                       "use bare-metal, hypervisor or k8s-node");
-    d.gdr_level = o.gdr_level;
-    doctor::CheckGdrLevel(d.gdr_level);  // before anything is read: bad flags answer at once
-    if (!o.flavors.empty()) {
-      tuning::FlavorSet set = tuning::LoadFlavorSet(o.flavors, o.aliases);
-      d.flavors = std::move(set.flavors);
-      d.aliases = std::move(set.aliases);
-    } else if (!o.aliases.empty()) {
-      d.aliases = placement::LoadPciAliases(o.aliases);
-    }
-    topology::HostTopology host = topology::LoadSysfsHost(o.root);
-    doctor::CheckDoctorOptions(host, d);
-    doctor::DoctorReport report = doctor::RunDoctor(host, d);
-    std::cout << (o.output == "json" ? doctor::RenderDoctorJson(report)
-                                     : doctor::RenderDoctorText(report, o.verbose));
-    std::cout.flush();
-    return doctor::DoctorExitCode(report);
-  } catch (const InputError& e) {
-    std::cerr << "accel doctor: " << e.what() << "\n";
-    return kExitBadInput;
+  doctor::DoctorOptions d;
+  d.root = o.root;
+  if (!doctor::ParseRole(o.role, &d.role))
+    throw InputError("--role", "", "unknown role \"" + o.role + "\"",
+                     "use bare-metal, hypervisor or k8s-node");
+  d.gdr_level = o.gdr_level;
+  doctor::CheckGdrLevel(d.gdr_level);  // before anything is read: bad flags answer at once
+  if (!o.flavors.empty()) {
+    tuning::FlavorSet set = tuning::LoadFlavorSet(o.flavors, o.aliases);
+    d.flavors = std::move(set.flavors);
+    d.aliases = std::move(set.aliases);
+  } else if (!o.aliases.empty()) {
+    d.aliases = placement::LoadPciAliases(o.aliases);
   }
+  topology::HostTopology host = topology::LoadSysfsHost(o.root);
+  doctor::CheckDoctorOptions(host, d);
+  doctor::DoctorReport report = doctor::RunDoctor(host, d);
+  std::cout << (o.output == "json" ? doctor::RenderDoctorJson(report)
+                                   : doctor::RenderDoctorText(report, o.verbose));
+  std::cout.flush();
+  return doctor::DoctorExitCode(report);
 }
 
 }  // namespace

@@ -163,33 +163,23 @@ std::string RenderPairsTable(const fabric::Fabric& f) {
 }
 
 int RunMatrix(const MatrixOptions& o) {
-  try {
-    topology::HostTopology host;
-    fabric::Fabric f = LoadFabric(o.inputs, &host);
-    std::cout << RenderMatrix(host, f, o.nccl, NvlinkCounts(host, f, o));
-    std::cout.flush();
-    return kExitOk;
-  } catch (const InputError& e) {
-    std::cerr << "accel fabric matrix: " << e.what() << "\n";
-    return kExitBadInput;
-  }
+  topology::HostTopology host;
+  fabric::Fabric f = LoadFabric(o.inputs, &host);
+  std::cout << RenderMatrix(host, f, o.nccl, NvlinkCounts(host, f, o));
+  std::cout.flush();
+  return kExitOk;
 }
 
 int RunPairs(const PairsOptions& o) {
-  try {
-    fabric::Fabric f = LoadFabric(o.inputs, nullptr);
-    if (o.output == "table") {
-      std::cout << RenderPairsTable(f);
-    } else {
-      nlohmann::ordered_json j = fabric::FabricToJson(f);
-      std::cout << (o.output == "yaml" ? ToYaml(j) : j.dump(2) + "\n");
-    }
-    std::cout.flush();
-    return kExitOk;
-  } catch (const InputError& e) {
-    std::cerr << "accel fabric pairs: " << e.what() << "\n";
-    return kExitBadInput;
+  fabric::Fabric f = LoadFabric(o.inputs, nullptr);
+  if (o.output == "table") {
+    std::cout << RenderPairsTable(f);
+  } else {
+    nlohmann::ordered_json j = fabric::FabricToJson(f);
+    std::cout << (o.output == "yaml" ? ToYaml(j) : j.dump(2) + "\n");
   }
+  std::cout.flush();
+  return kExitOk;
 }
 
 void RegisterMatrix(CLI::App* fabric, int* exit_code) {

@@ -87,21 +87,16 @@ fabric::Fabric LoadForTraining(EnvCmdOptions* opts) {
 }
 
 int RunEnv(EnvCmdOptions opts) {
-  try {
-    const fabric::Fabric f = LoadForTraining(&opts);
-    const fabric::TrainingSettings s = fabric::BuildTrainingSettings(f, opts.training);
-    if (opts.output == "json") {
-      std::cout << fabric::RenderEnvJson(s);
-    } else {
-      std::cout << fabric::RenderEnvShell(s);  // warnings are comments in it
-    }
-    PrintWarnings("env", s.warnings);
-    std::cout.flush();
-    return kExitOk;
-  } catch (const InputError& e) {
-    std::cerr << "accel fabric env: " << e.what() << "\n";
-    return kExitBadInput;
+  const fabric::Fabric f = LoadForTraining(&opts);
+  const fabric::TrainingSettings s = fabric::BuildTrainingSettings(f, opts.training);
+  if (opts.output == "json") {
+    std::cout << fabric::RenderEnvJson(s);
+  } else {
+    std::cout << fabric::RenderEnvShell(s);  // warnings are comments in it
   }
+  PrintWarnings("env", s.warnings);
+  std::cout.flush();
+  return kExitOk;
 }
 
 // A Kubernetes object name Trainer accepts: TrainJob names become JobSet, Job and Service
@@ -121,34 +116,29 @@ void CheckName(const std::string& flag, const std::string& name, bool label) {
 }
 
 int RunPod(EnvCmdOptions opts) {
-  try {
-    const bool trainjob = opts.output == "trainjob";
-    opts.trainer.claims =
-        opts.claims == "dra" ? fabric::ClaimMode::kDra : fabric::ClaimMode::kDevicePlugin;
-    if (!trainjob && opts.trainer.claims == fabric::ClaimMode::kDra)
-      throw InputError("command line", "--claims", "dra is for -o trainjob",
-                       "the PyTorchJob output asks for device plugin resources; use -o trainjob");
-    if (trainjob) {
-      CheckName("--job", opts.training.job_name, true);
-      CheckName("--runtime", opts.trainer.runtime_name, false);
-      if (opts.trainer.claims == fabric::ClaimMode::kDra)
-        CheckName("--claim-template", opts.trainer.claim_template, false);
-    }
-    const fabric::Fabric f = LoadForTraining(&opts);
-    const fabric::TrainingSettings s = fabric::BuildTrainingSettings(f, opts.training);
-    if (trainjob) {
-      std::cout << fabric::RenderTrainerV2(s, opts.training, opts.trainer);
-      PrintWarnings("pod", fabric::TrainerV2Warnings(s, opts.training, opts.trainer));
-    } else {
-      std::cout << fabric::RenderPyTorchJob(s, f, opts.training);
-    }
-    PrintWarnings("pod", s.warnings);
-    std::cout.flush();
-    return kExitOk;
-  } catch (const InputError& e) {
-    std::cerr << "accel fabric pod: " << e.what() << "\n";
-    return kExitBadInput;
+  const bool trainjob = opts.output == "trainjob";
+  opts.trainer.claims =
+      opts.claims == "dra" ? fabric::ClaimMode::kDra : fabric::ClaimMode::kDevicePlugin;
+  if (!trainjob && opts.trainer.claims == fabric::ClaimMode::kDra)
+    throw InputError("command line", "--claims", "dra is for -o trainjob",
+                     "the PyTorchJob output asks for device plugin resources; use -o trainjob");
+  if (trainjob) {
+    CheckName("--job", opts.training.job_name, true);
+    CheckName("--runtime", opts.trainer.runtime_name, false);
+    if (opts.trainer.claims == fabric::ClaimMode::kDra)
+      CheckName("--claim-template", opts.trainer.claim_template, false);
   }
+  const fabric::Fabric f = LoadForTraining(&opts);
+  const fabric::TrainingSettings s = fabric::BuildTrainingSettings(f, opts.training);
+  if (trainjob) {
+    std::cout << fabric::RenderTrainerV2(s, opts.training, opts.trainer);
+    PrintWarnings("pod", fabric::TrainerV2Warnings(s, opts.training, opts.trainer));
+  } else {
+    std::cout << fabric::RenderPyTorchJob(s, f, opts.training);
+  }
+  PrintWarnings("pod", s.warnings);
+  std::cout.flush();
+  return kExitOk;
 }
 
 std::string ReadDomain(const std::string& path) {
@@ -160,46 +150,36 @@ std::string ReadDomain(const std::string& path) {
 }
 
 int RunTopoXml(const TopoXmlOptions& opts) {
-  try {
-    topology::HostTopology host;
-    const fabric::Fabric f = LoadFabric(opts.inputs, &host);
-    const std::string where = opts.domain == "-" ? "<stdin>" : opts.domain;
-    const fabric::GuestDeviceMap guest = fabric::ReadLibvirtDomain(ReadDomain(opts.domain), where);
-    std::vector<std::string> warnings = guest.notes;
-    const std::string xml = fabric::WriteNcclTopologyXml(host, f, guest, opts.guest_map, &warnings);
-    if (opts.output.empty() || opts.output == "-") {
-      std::cout << xml;
-      std::cout.flush();
-    } else {
-      WriteFileAtomically(opts.output, xml);
-    }
-    PrintWarnings("topo-xml", warnings);
-    return kExitOk;
-  } catch (const InputError& e) {
-    std::cerr << "accel fabric topo-xml: " << e.what() << "\n";
-    return kExitBadInput;
+  topology::HostTopology host;
+  const fabric::Fabric f = LoadFabric(opts.inputs, &host);
+  const std::string where = opts.domain == "-" ? "<stdin>" : opts.domain;
+  const fabric::GuestDeviceMap guest = fabric::ReadLibvirtDomain(ReadDomain(opts.domain), where);
+  std::vector<std::string> warnings = guest.notes;
+  const std::string xml = fabric::WriteNcclTopologyXml(host, f, guest, opts.guest_map, &warnings);
+  if (opts.output.empty() || opts.output == "-") {
+    std::cout << xml;
+    std::cout.flush();
+  } else {
+    WriteFileAtomically(opts.output, xml);
   }
+  PrintWarnings("topo-xml", warnings);
+  return kExitOk;
 }
 
 int RunNetconf(NetconfOptions opts) {
-  try {
-    topology::HostTopology host;
-    const fabric::Fabric f = LoadFabric(opts.inputs, &host);
-    opts.config.per_numa = !opts.no_per_numa;
-    if (opts.kind == "sriov") {
-      std::cout << fabric::RenderSriovDevicePluginConfig(host, f, opts.config);
-    } else if (opts.kind == "rdma-shared") {
-      std::cout << fabric::RenderRdmaSharedDevicePluginConfig(f, opts.config);
-    } else {
-      std::cout << fabric::RenderNicClusterPolicy(host, f, opts.config);
-    }
-    PrintWarnings("netconf", fabric::NetworkConfigNotes(host, f), "note");
-    std::cout.flush();
-    return kExitOk;
-  } catch (const InputError& e) {
-    std::cerr << "accel fabric netconf: " << e.what() << "\n";
-    return kExitBadInput;
+  topology::HostTopology host;
+  const fabric::Fabric f = LoadFabric(opts.inputs, &host);
+  opts.config.per_numa = !opts.no_per_numa;
+  if (opts.kind == "sriov") {
+    std::cout << fabric::RenderSriovDevicePluginConfig(host, f, opts.config);
+  } else if (opts.kind == "rdma-shared") {
+    std::cout << fabric::RenderRdmaSharedDevicePluginConfig(f, opts.config);
+  } else {
+    std::cout << fabric::RenderNicClusterPolicy(host, f, opts.config);
   }
+  PrintWarnings("netconf", fabric::NetworkConfigNotes(host, f), "note");
+  std::cout.flush();
+  return kExitOk;
 }
 
 // --socket-ifname, --fabric, --topo-file, --ib-tc, --debug: what env and pod share.

@@ -86,20 +86,6 @@ nlohmann::ordered_json CallServer(const ServerFlags& f, const std::string& metho
 }
 
 
-// Runs a command body, mapping the errors every fleet command shares to exit codes.
-template <typename Body>
-int Guarded(const std::string& command, Body body) {
-  try {
-    return body();
-  } catch (const InputError& e) {
-    std::cerr << "accel " << command << ": " << e.what() << "\n";
-    return kExitBadInput;
-  } catch (const SystemError& e) {
-    std::cerr << "accel " << command << ": " << e.what() << "\n";
-    return kExitSystem;
-  }
-}
-
 void Emit(const nlohmann::ordered_json& doc, const std::string& output) {
   if (output == "yaml") std::cout << ToYaml(doc);
   else std::cout << doc.dump(2) << "\n";
@@ -307,7 +293,7 @@ void RegisterHost(CLI::App* fleet_cmd, int* exit_code) {
   a->add_option("--policy", add->policy, "host policy YAML/JSON: cpu_dedicated_set, cpu_shared_set, cpu_allocation_ratio, reserved_host_memory_mb");
   a->add_option("--state", add->state, "enabled (default), disabled (no new placements) or maintenance");
   out(a, add, false);
-  a->callback([add, exit_code] { *exit_code = Guarded("fleet host add", [&] { return HostAdd(*add); }); });
+  a->callback([add, exit_code] { *exit_code = HostAdd(*add); });
 
   auto upd = std::make_shared<HostOptions>();
   CLI::App* u = host->add_subcommand(
@@ -325,7 +311,7 @@ void RegisterHost(CLI::App* fleet_cmd, int* exit_code) {
   u->add_option("--policy", upd->policy, "new host policy file");
   u->add_option("--state", upd->state, "enabled, disabled or maintenance");
   out(u, upd, false);
-  u->callback([upd, exit_code] { *exit_code = Guarded("fleet host update", [&] { return HostUpdate(*upd); }); });
+  u->callback([upd, exit_code] { *exit_code = HostUpdate(*upd); });
 
   auto rm = std::make_shared<HostOptions>();
   CLI::App* r = host->add_subcommand(
@@ -336,7 +322,7 @@ void RegisterHost(CLI::App* fleet_cmd, int* exit_code) {
   common(r, rm);
   r->add_option("--name,NAME", rm->name, "host to remove")->required();
   r->add_flag("--force", rm->force, "also release the host's claims");
-  r->callback([rm, exit_code] { *exit_code = Guarded("fleet host remove", [&] { return HostRemove(*rm); }); });
+  r->callback([rm, exit_code] { *exit_code = HostRemove(*rm); });
 
   auto ls = std::make_shared<HostOptions>();
   CLI::App* l = host->add_subcommand(
@@ -350,7 +336,7 @@ void RegisterHost(CLI::App* fleet_cmd, int* exit_code) {
   AddServerFlags(l, &ls->server);
   l->add_option("--where", ls->where, "only hosts whose labels match (key=value, key!=value, key, !key; repeat)");
   out(l, ls, true);
-  l->callback([ls, exit_code] { *exit_code = Guarded("fleet host list", [&] { return HostList(*ls); }); });
+  l->callback([ls, exit_code] { *exit_code = HostList(*ls); });
 
   auto show = std::make_shared<HostOptions>();
   CLI::App* s = host->add_subcommand("show", "Show one host: record, free resources and its claims.\n\nExit status: 0 shown; 2 no such host; 5 store refused.");
@@ -359,7 +345,7 @@ void RegisterHost(CLI::App* fleet_cmd, int* exit_code) {
   s->add_option("--name,NAME", show->name, "host to show")->required();
   out(s, show, true);
   s->callback([show, exit_code] {
-    *exit_code = Guarded("fleet host show", [&] {
+    *exit_code = [&] {
       if (!show->server.url.empty()) {
         nlohmann::ordered_json doc = CallServer(show->server, "GET", "/api/v1/hosts/" + PercentEncode(show->name));
         Emit(doc, show->output == "table" ? "yaml" : show->output);
@@ -371,7 +357,7 @@ void RegisterHost(CLI::App* fleet_cmd, int* exit_code) {
                          "`accel fleet host add` creates it");
       PrintHost(*store, show->name, show->output);
       return kExitOk;
-    });
+    }();
   });
 }
 
@@ -476,7 +462,7 @@ int Place(const FleetPlaceOptions& o) {
 
   if (o.output == "libvirt") {
     if (!placed) {
-      for (const std::string& line : fleet::DescribeCauses(decision.why_not)) std::cerr << "  - " << line << "\n";
+      for (const std::string& line : fleet::DescribeCauses(outcome.why_not)) std::cerr << "  - " << line << "\n";
       std::cerr << "accel fleet place: " << req.flavor << " does not fit in the fleet\n";
       return kExitNoFit;
     }
@@ -503,7 +489,7 @@ int Place(const FleetPlaceOptions& o) {
                                                                : std::to_string(decision.instances.size()) + " of " +
                                                                      std::to_string(o.count) + " instances fit; nothing placed")
                 << "\n";
-      for (const std::string& line : fleet::DescribeCauses(decision.why_not)) std::cout << "  - " << line << "\n";
+      for (const std::string& line : fleet::DescribeCauses(outcome.why_not)) std::cout << "  - " << line << "\n";
     }
     if (o.claim && retries > 0) std::cout << "claim retries: " << retries << " (another scheduler took a host first)\n";
     return placed ? kExitOk : kExitNoFit;
@@ -632,7 +618,7 @@ void RegisterPlaceAndClaims(CLI::App* fleet_cmd, int* exit_code) {
                 "(with --server: instead of the service's --replica)");
   p->add_option("-o,--output", po->output, "text, json, yaml, or libvirt (one instance)")
       ->check(CLI::IsMember({"text", "json", "yaml", "libvirt"}))->capture_default_str();
-  p->callback([po, exit_code] { *exit_code = Guarded("fleet place", [&] { return Place(*po); }); });
+  p->callback([po, exit_code] { *exit_code = Place(*po); });
 
   auto co = std::make_shared<CapacityCmdOptions>();
   CLI::App* c = fleet_cmd->add_subcommand(
@@ -651,7 +637,7 @@ void RegisterPlaceAndClaims(CLI::App* fleet_cmd, int* exit_code) {
   c->add_option("--where", co->where, "only hosts whose labels match (repeat)");
   c->add_option("--group-by", co->group_by, "break counts down by this label key, e.g. az");
   c->add_option("-o,--output", co->output, "table (default), json or yaml")->check(CLI::IsMember({"table", "json", "yaml"}));
-  c->callback([co, exit_code] { *exit_code = Guarded("fleet capacity", [&] { return CapacityCmd(*co); }); });
+  c->callback([co, exit_code] { *exit_code = CapacityCmd(*co); });
 
   auto lo = std::make_shared<SimpleOptions>();
   CLI::App* l = fleet_cmd->add_subcommand("claims", "List the fleet's claims (as `accel claims`).\n\nExit status: 0 listed; 2 bad input; 5 store refused.");
@@ -660,7 +646,7 @@ void RegisterPlaceAndClaims(CLI::App* fleet_cmd, int* exit_code) {
   l->add_option("--host", lo->host, "only the claims on this host");
   l->add_option("-o,--output", lo->output, "table (default), json or yaml")->check(CLI::IsMember({"table", "json", "yaml"}));
   l->callback([lo, exit_code] {
-    *exit_code = Guarded("fleet claims", [&] {
+    *exit_code = [&] {
       if (!lo->server.url.empty()) {
         nlohmann::ordered_json doc =
             CallServer(lo->server, "GET", "/api/v1/claims" + (lo->host.empty() ? "" : "?host=" + PercentEncode(lo->host)));
@@ -676,7 +662,7 @@ void RegisterPlaceAndClaims(CLI::App* fleet_cmd, int* exit_code) {
       if (!lo->host.empty()) host = lo->host;
       PrintClaims(store ? store->ListClaims(host) : std::vector<fleet::Claim>{}, lo->output, StoreName(lo->store));
       return kExitOk;
-    });
+    }();
   });
 
   auto ro = std::make_shared<SimpleOptions>();
@@ -685,7 +671,7 @@ void RegisterPlaceAndClaims(CLI::App* fleet_cmd, int* exit_code) {
   AddServerFlags(r, &ro->server);
   r->add_option("ID", ro->ids, "claim ids")->required();
   r->callback([ro, exit_code] {
-    *exit_code = Guarded("fleet release", [&] {
+    *exit_code = [&] {
       if (!ro->server.url.empty()) {
         nlohmann::json body;
         body["ids"] = ro->ids;
@@ -706,7 +692,7 @@ void RegisterPlaceAndClaims(CLI::App* fleet_cmd, int* exit_code) {
         }
       }
       return rc;
-    });
+    }();
   });
 
   auto ao = std::make_shared<SimpleOptions>();
@@ -717,13 +703,13 @@ void RegisterPlaceAndClaims(CLI::App* fleet_cmd, int* exit_code) {
       "Exit status: 0 consistent; 1 problems found (listed); 2 bad input; 5 store refused.");
   a->add_option("--store", ao->store, kStoreHelp);
   a->callback([ao, exit_code] {
-    *exit_code = Guarded("fleet audit", [&] {
+    *exit_code = [&] {
       auto store = OpenForReading(ao->store);
       std::vector<std::string> problems = store ? store->Audit() : std::vector<std::string>{};
       for (const std::string& line : problems) std::cout << line << "\n";
       std::cout << (problems.empty() ? "consistent: no double booking" : std::to_string(problems.size()) + " problem(s)") << "\n";
       return problems.empty() ? kExitOk : kExitNoFit;
-    });
+    }();
   });
 
   CLI::App* st = fleet_cmd->add_subcommand("store", "The store's schema: migrate, status");
@@ -738,25 +724,25 @@ void RegisterPlaceAndClaims(CLI::App* fleet_cmd, int* exit_code) {
       "Exit status: 0 at the current version; 2 a newer schema or another program's tables; 5 unreachable.");
   m->add_option("--store", mo->store, kStoreHelp);
   m->callback([mo, exit_code] {
-    *exit_code = Guarded("fleet store migrate", [&] {
+    *exit_code = [&] {
       auto store = FleetStore::OpenForMigration(StoreOrDefault(mo->store));
       int from = store->Migrate();
       std::cout << store->url() << ": schema " << from << " -> " << FleetStore::kSchemaVersion
                 << (from == FleetStore::kSchemaVersion ? " (already current)" : "") << "\n";
       return kExitOk;
-    });
+    }();
   });
   auto so = std::make_shared<SimpleOptions>();
   CLI::App* s = st->add_subcommand("status", "Show the store's schema version.\n\nExit status: 0 current; 1 needs migrate; 2 newer or not accel's; 5 unreachable.");
   s->add_option("--store", so->store, kStoreHelp);
   s->callback([so, exit_code] {
-    *exit_code = Guarded("fleet store status", [&] {
+    *exit_code = [&] {
       auto store = FleetStore::OpenForMigration(StoreOrDefault(so->store));
       int v = store->SchemaVersion();
       std::cout << store->url() << ": schema " << v << " (this accel: " << FleetStore::kSchemaVersion << ")\n";
       if (v > FleetStore::kSchemaVersion) return static_cast<int>(kExitBadInput);
       return v == FleetStore::kSchemaVersion ? static_cast<int>(kExitOk) : static_cast<int>(kExitNoFit);
-    });
+    }();
   });
 }
 

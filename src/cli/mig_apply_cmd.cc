@@ -6,7 +6,6 @@
 
 #include "cli/commands.h"
 #include "common/error.h"
-#include "devices/backend.h"
 #include "devices/mig_control.h"
 #include "sharing/mig_apply.h"
 #include "sharing/mig_parted_config.h"
@@ -49,7 +48,7 @@ void WriteState(const ApplyOptions& o, sharing::MigConfigState state) {
   }
   try {
     sharing::WriteMigConfigState(o.state_file, o.name, state);
-  } catch (const SystemError& e) {
+  } catch (const SystemError& e) {  // a warning, not exit 5: the apply's own result stands
     std::cerr << "accel mig apply: warning: state labels not written: " << e.what() << "\n";
   }
 }
@@ -136,17 +135,7 @@ void RegisterMigApply(CLI::App* mig, int* exit_code) {
                   "only when its directory exists)")
       ->capture_default_str();
   cmd->add_flag("--no-state", o->no_state, "do not write the label state file");
-  cmd->callback([o, exit_code] {
-    try {
-      *exit_code = RunApply(*o);
-    } catch (const InputError& e) {
-      std::cerr << "accel mig apply: " << e.what() << "\n";
-      *exit_code = kExitBadInput;
-    } catch (const devices::BackendError& e) {
-      std::cerr << "accel mig apply: " << e.what() << "\n";
-      *exit_code = kExitBadInput;
-    }
-  });
+  cmd->callback([o, exit_code] { *exit_code = RunApply(*o); });
 }
 
 }  // namespace accel::cli

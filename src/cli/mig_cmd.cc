@@ -149,19 +149,6 @@ int RunPlan(const MigOptions& o) {
   return plan.satisfied_total == plan.demand_total ? kExitOk : kExitNoFit;
 }
 
-// Runs one subcommand: bad input → its message and exit 2.
-template <typename Fn>
-void Wire(CLI::App* cmd, int* exit_code, Fn run) {
-  cmd->callback([cmd, exit_code, run] {
-    try {
-      *exit_code = run();
-    } catch (const InputError& e) {
-      std::cerr << "accel mig " << cmd->get_name() << ": " << e.what() << "\n";
-      *exit_code = kExitBadInput;
-    }
-  });
-}
-
 void AddOutput(CLI::App* cmd, std::string* output, std::vector<std::string> formats) {
   std::string list;
   for (const auto& f : formats) list += (list.empty() ? "" : ", ") + f;
@@ -185,7 +172,7 @@ void RegisterProfiles(CLI::App* mig, std::shared_ptr<MigOptions> o, int* exit_co
       "  accel mig profiles --gpu 'NVIDIA A100-SXM4-40GB' -o json");
   cmd->add_option("--gpu", o->gpus, "GPU model, alias, NVML name or PCI id (repeatable)");
   AddOutput(cmd, &o->output, {"table", "json", "yaml"});
-  Wire(cmd, exit_code, [o] { return RunProfiles(*o); });
+  cmd->callback([o, exit_code] { *exit_code = RunProfiles(*o); });
 }
 
 void RegisterLayouts(CLI::App* mig, std::shared_ptr<MigOptions> o, int* exit_code) {
@@ -203,7 +190,7 @@ void RegisterLayouts(CLI::App* mig, std::shared_ptr<MigOptions> o, int* exit_cod
   cmd->add_option("--profiles", o->profiles, "restrict to these profiles (comma list)")
       ->delimiter(',');
   AddOutput(cmd, &o->output, {"table", "json", "yaml"});
-  Wire(cmd, exit_code, [o] { return RunLayouts(*o); });
+  cmd->callback([o, exit_code] { *exit_code = RunLayouts(*o); });
 }
 
 void RegisterValidate(CLI::App* mig, std::shared_ptr<MigOptions> o, int* exit_code) {
@@ -229,7 +216,7 @@ void RegisterValidate(CLI::App* mig, std::shared_ptr<MigOptions> o, int* exit_co
   cmd->add_option("--gpu", o->gpus, "check only on these GPU models (repeatable)");
   o->output = "text";
   AddOutput(cmd, &o->output, {"text", "json"});
-  Wire(cmd, exit_code, [o] { return RunValidate(*o); });
+  cmd->callback([o, exit_code] { *exit_code = RunValidate(*o); });
 }
 
 void RegisterPlan(CLI::App* mig, std::shared_ptr<MigOptions> o, int* exit_code) {
@@ -246,7 +233,7 @@ void RegisterPlan(CLI::App* mig, std::shared_ptr<MigOptions> o, int* exit_code) 
       ->required();
   cmd->add_option("--demand", o->demand, "demand file: profile name -> instances")->required();
   AddOutput(cmd, &o->output, {"table", "json", "yaml", "mig-parted"});
-  Wire(cmd, exit_code, [o] { return RunPlan(*o); });
+  cmd->callback([o, exit_code] { *exit_code = RunPlan(*o); });
 }
 
 }  // namespace

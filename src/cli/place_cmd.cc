@@ -225,14 +225,7 @@ void RegisterPlace(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--reserved-host-memory-mb", opts->reserved_mib, "Base-page memory per NUMA node kept for the host")
       ->capture_default_str();
-  cmd->callback([opts, exit_code] {
-    try {
-      Run(*opts, exit_code);
-    } catch (const InputError& e) {
-      std::cerr << "accel place: " << e.what() << "\n";
-      *exit_code = kExitBadInput;
-    }
-  });
+  cmd->callback([opts, exit_code] { Run(*opts, exit_code); });
 }
 
 }  // namespace accel::cli

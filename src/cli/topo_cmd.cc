@@ -39,26 +39,21 @@ std::vector<placement::PictureClaim> ClaimsOnHost(const std::string& url, const 
 }
 
 int RunTopo(const TopoOptions& opts) {
-  try {
-    topology::HostTopology host = topology::LoadTopology(opts.topology);
-    if (opts.output == "svg") {
-      // As accel place: --store URL, else --state PATH (SQLite), else $ACCEL_FLEET_STORE / the
-      // default claim database.
-      const std::string url = !opts.store.empty()   ? opts.store
-                              : !opts.state.empty() ? "sqlite:" + opts.state
-                                                    : fleet::DefaultStoreUrl();
-      if (!opts.state.empty() && opts.store.empty() && !std::filesystem::exists(opts.state))
-        std::cerr << "accel topo: note: no claim database at " << opts.state << "; drawing no claims\n";
-      std::cout << placement::RenderHostSvg(host, ClaimsOnHost(url, host.hostname));
-    } else {
-      std::cout << (opts.output == "json" ? topology::ToJson(host) : topology::ToText(host));
-    }
-    std::cout.flush();
-    return kExitOk;
-  } catch (const InputError& e) {
-    std::cerr << "accel topo: " << e.what() << "\n";
-    return kExitBadInput;
+  topology::HostTopology host = topology::LoadTopology(opts.topology);
+  if (opts.output == "svg") {
+    // As accel place: --store URL, else --state PATH (SQLite), else $ACCEL_FLEET_STORE / the
+    // default claim database.
+    const std::string url = !opts.store.empty()   ? opts.store
+                            : !opts.state.empty() ? "sqlite:" + opts.state
+                                                  : fleet::DefaultStoreUrl();
+    if (!opts.state.empty() && opts.store.empty() && !std::filesystem::exists(opts.state))
+      std::cerr << "accel topo: note: no claim database at " << opts.state << "; drawing no claims\n";
+    std::cout << placement::RenderHostSvg(host, ClaimsOnHost(url, host.hostname));
+  } else {
+    std::cout << (opts.output == "json" ? topology::ToJson(host) : topology::ToText(host));
   }
+  std::cout.flush();
+  return kExitOk;
 }
 
 }  // namespace

@@ -38,35 +38,30 @@ std::pair<std::string, int> ParseCount(const std::string& text) {
 }
 
 int RunTunePlan(const TunePlanCliOptions& o) {
-  try {
-    tuning::FlavorSet set = tuning::LoadFlavorSet(o.flavors, o.aliases);
-    tuning::TuneOptions options;
-    for (const std::string& c : o.counts) {
-      auto [name, n] = ParseCount(c);
-      if (!options.counts.emplace(name, n).second)
-        throw InputError("--count", name, "is given twice", "give one count per flavor");
-    }
-    options.housekeeping_cores_per_node = o.housekeeping_cores;
-    options.spare_pages_per_node = o.spare_pages;
-    options.host_memory_mib_per_node = o.host_memory_mib;
-    options.aliases = set.aliases;
-    topology::HostTopology host = topology::LoadTopology(o.topology);
-    tuning::TunePlan plan = tuning::PlanTuning(host, set.flavors, options);
-    std::cout << (o.output == "json" ? tuning::RenderTunePlanJson(plan)
-                                     : tuning::RenderTunePlanText(plan));
-    std::cout.flush();
-    // Exit 1 when an instance the operator counted does not fit.
-    for (const auto& [name, n] : options.counts) {
-      int planned = 0;
-      for (const std::string& p : plan.planned)
-        if (p.rfind(name + " #", 0) == 0) ++planned;
-      if (planned < n) return kExitNoFit;
-    }
-    return kExitOk;
-  } catch (const InputError& e) {
-    std::cerr << "accel tune plan: " << e.what() << "\n";
-    return kExitBadInput;
+  tuning::FlavorSet set = tuning::LoadFlavorSet(o.flavors, o.aliases);
+  tuning::TuneOptions options;
+  for (const std::string& c : o.counts) {
+    auto [name, n] = ParseCount(c);
+    if (!options.counts.emplace(name, n).second)
+      throw InputError("--count", name, "is given twice", "give one count per flavor");
   }
+  options.housekeeping_cores_per_node = o.housekeeping_cores;
+  options.spare_pages_per_node = o.spare_pages;
+  options.host_memory_mib_per_node = o.host_memory_mib;
+  options.aliases = set.aliases;
+  topology::HostTopology host = topology::LoadTopology(o.topology);
+  tuning::TunePlan plan = tuning::PlanTuning(host, set.flavors, options);
+  std::cout << (o.output == "json" ? tuning::RenderTunePlanJson(plan)
+                                   : tuning::RenderTunePlanText(plan));
+  std::cout.flush();
+  // Exit 1 when an instance the operator counted does not fit.
+  for (const auto& [name, n] : options.counts) {
+    int planned = 0;
+    for (const std::string& p : plan.planned)
+      if (p.rfind(name + " #", 0) == 0) ++planned;
+    if (planned < n) return kExitNoFit;
+  }
+  return kExitOk;
 }
 
 }  // namespace

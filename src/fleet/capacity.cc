@@ -36,7 +36,7 @@ Fill FillHost(placement::HostState state, const placement::PlacementRequest& req
     }
     placement::PlaceResult r = placement::Place(state, req);
     if (!r.fits()) {
-      f.stop_reason = r.no_fit.reasons.empty() ? "does not fit" : r.no_fit.reasons.front();
+      f.stop_reason = NoFitReason(r.no_fit);
       break;
     }
     if (!state.Apply(*r.placement).empty()) break;  // never: the engine places on free units

@@ -31,15 +31,14 @@ ClaimOutcome ClaimDecision(FleetStore& store, const ScheduleResult& decision) {
       }
       const int64_t expected = c.generation - static_cast<int64_t>(c.assumed_instances.size()) +
                                static_cast<int64_t>(here.size());
-      std::string conflict;
-      std::string id = batch.TryClaim(c.host, expected, c.placement, &conflict);
-      if (id.empty()) {
+      ClaimResult r = batch.TryClaim(c.host, expected, c.placement);
+      if (!r.claimed()) {
         ++out.retries;
-        out.conflicts.push_back(conflict);
+        out.conflicts.push_back(std::move(r.refused));
         continue;
       }
       claimed_on[c.host].push_back(static_cast<int>(k));
-      claimed.push_back({id, c, static_cast<int>(rank)});
+      claimed.push_back({std::move(r.claim->id), c, static_cast<int>(rank)});
       done = true;
     }
     if (!done) return out;  // the batch rolls back: nothing claimed

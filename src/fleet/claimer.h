@@ -21,7 +21,7 @@ struct ClaimOutcome {
   std::vector<ClaimedInstance> instances;  ///< every instance when committed; empty otherwise
   bool committed = false;
   int retries = 0;                         ///< candidates refused before one was claimed
-  std::vector<std::string> conflicts;      ///< why each refused candidate was refused
+  std::vector<std::string> conflicts;      ///< why each refused candidate was refused (ClaimResult::refused)
 };
 
 /// Claims every instance of `decision` in one transaction. An instance whose chosen host

@@ -237,18 +237,23 @@ std::string LabelsJson(const Labels& labels) {
   return j.dump();
 }
 
-// Inserts the claim row and one claim_units row per unit. Throws SqlConstraintError when a unit
-// is taken (or, once in 2^48, the id).
-void InsertClaim(SqlConnection& db, const Claim& c) {
-  db.Exec("INSERT INTO claims(id, host, flavor, created_at, placement, created_us) VALUES ($1, $2, $3, $4, $5, $6)",
-          {c.id, c.host, c.flavor, c.created_at, placement::WritePlacementJson(c.placement), NowMicros()});
+// Inserts the claim row and one claim_units row per unit. Returns the database's message when a
+// constraint refused them — a unit is taken (or, once in 2^48, the id): the caller rolls back
+// what was written — and nullopt when both are written.
+std::optional<std::string> InsertClaim(SqlConnection& db, const Claim& c) {
+  SqlResult claim = db.TryExec(
+      "INSERT INTO claims(id, host, flavor, created_at, placement, created_us) VALUES ($1, $2, $3, $4, $5, $6)",
+      {c.id, c.host, c.flavor, c.created_at, placement::WritePlacementJson(c.placement), NowMicros()});
+  if (claim.refused) return std::move(claim.refused);
   const std::vector<std::string> units = UnitsOf(c.placement);
-  if (units.empty()) return;
+  if (units.empty()) return std::nullopt;
   // One statement text for any number of units: the list travels as one parameter.
-  db.Exec(db.engine() == SqlEngine::kPostgres
-              ? "INSERT INTO claim_units(host, unit, claim_id) SELECT $1, unnest($3::text[]), $2"
-              : "INSERT INTO claim_units(host, unit, claim_id) SELECT $1, value, $2 FROM json_each($3)",
-          {c.host, c.id, InListParam(db, units)});
+  return db
+      .TryExec(db.engine() == SqlEngine::kPostgres
+                   ? "INSERT INTO claim_units(host, unit, claim_id) SELECT $1, unnest($3::text[]), $2"
+                   : "INSERT INTO claim_units(host, unit, claim_id) SELECT $1, value, $2 FROM json_each($3)",
+               {c.host, c.id, InListParam(db, units)})
+      .refused;
 }
 
 // PostgreSQL: one claim in one statement — the generation check and bump (with the change
@@ -275,12 +280,9 @@ void MigrateV1ToV2(SqlConnection& db) {
     Claim c = ClaimFromRow(db.url(), row);
     const std::vector<std::string> units = UnitsOf(c.placement);
     for (const std::string& unit : units) {
-      try {
-        db.Exec("INSERT INTO claim_units(host, unit, claim_id) VALUES ($1, $2, $3)", {c.host, unit, c.id});
-      } catch (const SqlConstraintError&) {
+      if (db.TryExec("INSERT INTO claim_units(host, unit, claim_id) VALUES ($1, $2, $3)", {c.host, unit, c.id}).refused)
         throw InputError(db.url() + " (claim " + c.id + ")", "", unit + " is also held by another claim",
                          "release one of them with `accel release ID` and migrate again");
-      }
     }
   }
 }
@@ -474,16 +476,14 @@ HostRecord FleetStore::AddHost(const HostSpec& spec) {
   PutTopology(db, *spec.topology, &topology_id);
   const placement::HostPolicy policy = spec.policy.value_or(placement::HostPolicy{});
   const HostAdminState state = spec.state.value_or(HostAdminState::kEnabled);
-  try {
-    db.Exec(std::string("INSERT INTO hosts(") + kHostColumns + ", change_number" +
-                ") VALUES ($1, $2, $3, $4, $5, 0, NULL, $6, $7, " + ChangeNumberSql(db) + ")",
-            {spec.name, topology_id, HostPolicyToJson(policy).dump(), LabelsJson(spec.set_labels),
-             HostAdminStateName(state), std::to_string(spec.stale_after_s.value_or(0)), NowUtc()});
-    DropTombstone(db, spec.name);
-  } catch (const SqlConstraintError&) {  // another process added it between our read and insert
+  if (db.TryExec(std::string("INSERT INTO hosts(") + kHostColumns + ", change_number" +
+                    ") VALUES ($1, $2, $3, $4, $5, 0, NULL, $6, $7, " + ChangeNumberSql(db) + ")",
+                {spec.name, topology_id, HostPolicyToJson(policy).dump(), LabelsJson(spec.set_labels),
+                 HostAdminStateName(state), std::to_string(spec.stale_after_s.value_or(0)), NowUtc()})
+          .refused)  // another process added it between our read and insert
     throw InputError("--name", "", "host '" + spec.name + "' is already in the fleet (" + url() + ")",
                      "change it with `accel fleet host update --name " + spec.name + "`");
-  }
+  DropTombstone(db, spec.name);
   HostRecord added = *ReadHost(db, spec.name);
   tx.Commit();
   return added;
@@ -758,11 +758,9 @@ ClaimResult FleetStore::ClaimOnHost(
     return result;
   }
   Claim claim{NewClaimId(), host, p->flavor, NowUtc(), std::move(*p)};
-  try {
-    InsertClaim(db, claim);
-  } catch (const SqlConstraintError& e) {
-    result.refused = std::string("the store refused it: ") + e.what();
-    return result;
+  if (std::optional<std::string> refused = InsertClaim(db, claim)) {
+    result.refused = "the store refused it: " + *refused;
+    return result;  // rolled back: nothing stored
   }
   tx.Commit();
   result.claim = std::move(claim);
@@ -850,8 +848,8 @@ ClaimBatch::~ClaimBatch() {
   if (open_) store_.db_->Rollback();
 }
 
-std::string ClaimBatch::TryClaim(const std::string& host, int64_t expected_generation,
-                                 const placement::Placement& p, std::string* conflict) {
+ClaimResult ClaimBatch::TryClaim(const std::string& host, int64_t expected_generation,
+                                 const placement::Placement& p) {
   SqlConnection& db = *store_.db_;
   if (autocommit_ && claimed_ > 0) throw std::logic_error("ClaimBatch: a one-claim batch has made its claim");
   // Before the first success there is nothing to keep: no savepoint (two statements fewer for
@@ -861,22 +859,24 @@ std::string ClaimBatch::TryClaim(const std::string& host, int64_t expected_gener
   if (savepoint) db.Exec("SAVEPOINT " + name);
   Claim claim{NewClaimId(), host, p.flavor, NowUtc(), p};
   claim.placement.host = host;
+  ClaimResult result;
   bool bumped = false;
-  try {
-    if (db.engine() == SqlEngine::kPostgres) {
-      SqlResult r = db.Exec(kClaimStatementPostgres,
-                            {host, std::to_string(expected_generation), claim.id, claim.flavor, claim.created_at,
-                             placement::WritePlacementJson(claim.placement), NowMicros(),
-                             TextArrayLiteral(UnitsOf(claim.placement))});
-      bumped = ToInt(r.rows.at(0).at(0)) == 1;
-    } else {
-      bumped = db.Exec(std::string("UPDATE hosts SET generation = generation + 1, change_number = ") +
-                           ChangeNumberSql(db) + " WHERE name = $1 AND generation = $2 AND state = 'enabled'",
-                       {host, std::to_string(expected_generation)})
-                   .affected == 1;
-      if (bumped) InsertClaim(db, claim);
-    }
-  } catch (const SqlConstraintError& e) {
+  std::optional<std::string> refused;  // a unit is taken: the database's message
+  if (db.engine() == SqlEngine::kPostgres) {
+    SqlResult r = db.TryExec(kClaimStatementPostgres,
+                             {host, std::to_string(expected_generation), claim.id, claim.flavor, claim.created_at,
+                              placement::WritePlacementJson(claim.placement), NowMicros(),
+                              TextArrayLiteral(UnitsOf(claim.placement))});
+    if (r.refused) refused = std::move(r.refused);
+    else bumped = ToInt(r.rows.at(0).at(0)) == 1;
+  } else {
+    bumped = db.Exec(std::string("UPDATE hosts SET generation = generation + 1, change_number = ") +
+                         ChangeNumberSql(db) + " WHERE name = $1 AND generation = $2 AND state = 'enabled'",
+                     {host, std::to_string(expected_generation)})
+                 .affected == 1;
+    if (bumped) refused = InsertClaim(db, claim);
+  }
+  if (refused) {
     if (savepoint) {
       db.Exec("ROLLBACK TO SAVEPOINT " + name);
       db.Exec("RELEASE SAVEPOINT " + name);
@@ -889,22 +889,23 @@ std::string ClaimBatch::TryClaim(const std::string& host, int64_t expected_gener
       db.Begin(true);
       open_ = true;
     }
-    *conflict = "host " + host + ": a unit is taken (" + std::string(e.what()).substr(0, 160) + ")";
-    return "";
+    result.refused = "host " + host + ": a unit is taken (" + refused->substr(0, 160) + ")";
+    return result;
   }
   if (!bumped) {
     SqlResult r = db.Exec("SELECT generation, state FROM hosts WHERE name = $1", {host});
     if (savepoint) db.Exec("RELEASE SAVEPOINT " + name);
-    if (r.rows.empty()) *conflict = "host " + host + " left the fleet";
-    else if (Text(r.rows[0][1]) != "enabled") *conflict = "host " + host + " is " + Text(r.rows[0][1]);
+    if (r.rows.empty()) result.refused = "host " + host + " left the fleet";
+    else if (Text(r.rows[0][1]) != "enabled") result.refused = "host " + host + " is " + Text(r.rows[0][1]);
     else
-      *conflict = "host " + host + " changed (generation " + std::to_string(expected_generation) + " -> " +
-                  Text(r.rows[0][0]) + ")";
-    return "";
+      result.refused = "host " + host + " changed (generation " + std::to_string(expected_generation) + " -> " +
+                       Text(r.rows[0][0]) + ")";
+    return result;
   }
   if (savepoint) db.Exec("RELEASE SAVEPOINT " + name);
   ++claimed_;
-  return claim.id;
+  result.claim = std::move(claim);
+  return result;
 }
 
 void ClaimBatch::Commit() {

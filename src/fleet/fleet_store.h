@@ -78,11 +78,13 @@ struct Claim {
   placement::Placement placement;  ///< what it holds
 };
 
-/// The answer of FleetStore::ClaimOnHost.
+/// The store's answer to one claim (FleetStore::ClaimOnHost, ClaimBatch::TryClaim): stored, or
+/// refused and why. A refusal is an answer, never an exception; exceptions are failures.
 struct ClaimResult {
   std::optional<Claim> claim;  ///< the stored claim; unset when nothing was stored
-  /// Why a placement the callback returned was refused (it books a CPU or device that a live
-  /// claim holds, or names another host); "" when stored or when the callback returned nullopt.
+  /// Why nothing was stored: the host is not enabled, changed or left the fleet, the placement
+  /// books a CPU or device that a live claim holds, or names another host. "" when stored, or
+  /// when ClaimOnHost's callback returned nullopt (no placement: the caller knows why).
   std::string refused;
   bool claimed() const { return claim.has_value(); }
 };
@@ -274,12 +276,11 @@ class ClaimBatch {
   ClaimBatch& operator=(const ClaimBatch&) = delete;
 
   /// Claims `p` on `host` if the host is still at `expected_generation`, enabled, and every
-  /// unit of `p` is free. Returns the new claim id; or "" with *conflict saying why not ("host X
-  /// changed (generation 4 -> 5)", "host X is disabled", "host X left the fleet", "host X: a unit
-  /// is taken (the database's message)"). Throws
-  /// SystemError when the database fails (the whole batch is lost then).
-  std::string TryClaim(const std::string& host, int64_t expected_generation,
-                       const placement::Placement& p, std::string* conflict);
+  /// unit of `p` is free. Returns the claim (in the batch; durable with Commit), or no claim with
+  /// `refused` saying why not ("host X changed (generation 4 -> 5)", "host X is disabled", "host
+  /// X left the fleet", "host X: a unit is taken (the database's message)"). Throws SystemError
+  /// when the database fails (the whole batch is lost then).
+  ClaimResult TryClaim(const std::string& host, int64_t expected_generation, const placement::Placement& p);
 
   /// Makes every successful TryClaim durable. Throws SystemError when the commit fails.
   void Commit();

@@ -11,7 +11,10 @@ PlaceOutcome PlaceInFleet(FleetStore* store, const std::function<ScheduleResult(
   PlaceOutcome out;
   for (out.rounds = 1;; ++out.rounds) {
     out.decision = schedule_round();
-    if (!out.decision.all_placed) return out;
+    if (!out.decision.all_placed) {
+      out.why_not = out.decision.why_not;
+      return out;
+    }
     if (store == nullptr) {
       for (const InstanceDecision& d : out.decision.instances) out.instances.push_back(d.chosen);
       out.placed = true;
@@ -30,6 +33,13 @@ PlaceOutcome PlaceInFleet(FleetStore* store, const std::function<ScheduleResult(
     }
     if (out.rounds >= max_rounds) {
       out.lost_race = true;
+      std::set<std::string> hosts;  // each candidate host once, however many rounds refused it
+      for (const InstanceDecision& d : out.decision.instances) {
+        hosts.insert(d.chosen.host);
+        for (const Candidate& a : d.alternates) hosts.insert(a.host);
+      }
+      out.why_not.push_back({"taken by other schedulers", static_cast<int>(hosts.size()),
+                             out.conflicts.empty() ? "" : out.conflicts.back()});
       return out;
     }
   }
@@ -55,16 +65,7 @@ nlohmann::ordered_json PlaceOutcomeJson(const PlaceOutcome& o, const std::string
   }
   if (!o.placed) {
     doc["why_not"] = nlohmann::ordered_json::array();
-    if (o.lost_race) {
-      std::set<std::string> hosts;  // each candidate host once, however many rounds refused it
-      for (const InstanceDecision& d : o.decision.instances) {
-        hosts.insert(d.chosen.host);
-        for (const Candidate& a : d.alternates) hosts.insert(a.host);
-      }
-      doc["why_not"].push_back({{"cause", "taken by other schedulers"}, {"hosts", static_cast<int>(hosts.size())},
-                                {"example", o.conflicts.empty() ? "" : o.conflicts.back()}});
-    }
-    for (const CauseCount& c : o.decision.why_not)
+    for (const CauseCount& c : o.why_not)
       doc["why_not"].push_back({{"cause", c.cause}, {"hosts", c.hosts}, {"example", c.example}});
   }
   doc["hosts_ranked"] = o.decision.hosts_ranked;

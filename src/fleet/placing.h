@@ -28,6 +28,10 @@ struct PlaceOutcome {
   int rounds = 0;                     ///< schedule rounds (1 unless all alternates were taken)
   std::vector<std::string> conflicts; ///< why each refused candidate was refused
   bool lost_race = false;             ///< placed on the view, but every candidate was taken
+  /// Why not placed, per cause, most hosts first (scheduler.h's form of "no"); empty when placed.
+  /// The last round's decision.why_not, or for a lost race the one cause "taken by other
+  /// schedulers": the hosts of the last round's candidates, the last conflict as its example.
+  std::vector<CauseCount> why_not;
 };
 
 /// Runs the request. `schedule_round` returns the decision of one round on the current view
@@ -37,7 +41,8 @@ PlaceOutcome PlaceInFleet(FleetStore* store, const std::function<ScheduleResult(
                           int max_rounds = 3);
 
 /// accel.fleet-placement/v1: {schema, flavor, count, placed, instances[{host, claim?,
-/// placement}], retries?, conflicts?, why_not?, hosts_ranked}. `claimed`: the request claimed.
+/// placement}], retries?, conflicts?, why_not? (outcome.why_not, when not placed), hosts_ranked}.
+/// `claimed`: the request claimed.
 nlohmann::ordered_json PlaceOutcomeJson(const PlaceOutcome& outcome, const std::string& flavor, int count,
                                         bool claimed);
 

@@ -36,7 +36,7 @@ class PostgresConnection final : public SqlConnection {
   SqlEngine engine() const override { return SqlEngine::kPostgres; }
   const std::string& url() const override { return url_; }
 
-  SqlResult Exec(const std::string& sql, const std::vector<SqlValue>& params) override {
+  SqlResult TryExec(const std::string& sql, const std::vector<SqlValue>& params) override {
     Connect();
     std::vector<const char*> values;
     values.reserve(params.size());
@@ -58,7 +58,11 @@ class PostgresConnection final : public SqlConnection {
       }
       return result;
     } catch (const pqxx::integrity_constraint_violation& e) {
-      throw SqlConstraintError(e.what());
+      // SQLSTATE class 23 (libpqxx throws this class or a subclass of it for every 23xxx): the
+      // answer TryExec returns, not an error. libpqxx reports it only by throwing.
+      SqlResult refused;
+      refused.refused = e.what();
+      return refused;
     } catch (const pqxx::broken_connection& e) {
       Drop();
       throw SystemError("lost the connection to the store", url_, Trimmed(e.what()), kReachHint);

@@ -260,6 +260,10 @@ std::string FormatPartition(const SchedulePartition& partition) {
   return std::to_string(partition.index) + "/" + std::to_string(partition.count);
 }
 
+std::string NoFitReason(const placement::NoFit& no_fit) {
+  return no_fit.reasons.empty() ? "does not fit" : no_fit.reasons.front();
+}
+
 std::string CauseOf(const std::string& reason) {
   auto has = [&](const char* word) { return reason.find(word) != std::string::npos; };
   if (has("PCI") || has("device")) return "PCI devices";
@@ -397,7 +401,7 @@ ScheduleResult Schedule(const FleetView& view, const placement::PlacementRequest
       const HostEntry& e = work.Get(view, i);
       const placement::PlaceResult& fit = place_on(e, work.Row(view, i));
       if (!fit.fits()) {
-        const std::string why = fit.no_fit.reasons.empty() ? "does not fit" : fit.no_fit.reasons.front();
+        const std::string why = NoFitReason(fit.no_fit);
         causes.Add(CauseOf(why), [&] { return e.record.name + ": " + why; });
         continue;
       }

@@ -40,6 +40,14 @@
 // cause across the fleet ("4,812 hosts: PCI devices — e.g. gpu-0042: PCI alias 'h100': 2 free
 // matching devices on the host, needs 4").
 //
+// The fleet's "no" is a return value in one form per level, never an exception (exceptions are
+// failures: bad input, a store that cannot be reached):
+//   - one host does not take a flavor: a reason line (NoFitReason for the engine's answer);
+//   - a request over the fleet is not placed: CauseCount per cause, most hosts first
+//     (ScheduleResult::why_not, PlaceOutcome::why_not, `why_not` in the API; DescribeCauses
+//     writes the lines for people);
+//   - the store refuses one claim: ClaimResult::refused (fleet_store.h).
+//
 // Thread-safety: Schedule only reads the view; many may run at once on a const view.
 #pragma once
 
@@ -147,6 +155,11 @@ int PartitionOfHost(const std::string& host_name, int count);
 SchedulePartition ParsePartition(const std::string& text, const std::string& where);
 /// "INDEX/COUNT".
 std::string FormatPartition(const SchedulePartition& partition);
+
+/// A host's one-line answer when the engine does not fit a flavor there: the engine's first
+/// reason (e.g. "node 0: 2 free whole cores, needs 8"), "does not fit" when it gave none. What
+/// the scheduler's examples, capacity's stop reasons and /api/v1/filter's rejections say.
+std::string NoFitReason(const placement::NoFit& no_fit);
 
 /// The cause category of an engine no-fit reason: "CPUs", "memory", "PCI devices",
 /// "NUMA cells" or "other".

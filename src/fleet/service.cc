@@ -530,7 +530,7 @@ ServiceReply FleetService::Filter(const ServiceRequest& r) {
         // `count` instances one after another on this host (Nova's num_instances on one host).
         for (int k = 0; k < count && why.empty(); ++k) {
           placement::PlaceResult fit = placement::Place(*e->hardware, usage, e->record.policy, reqs[0]);
-          if (!fit.fits()) why = fit.no_fit.reasons.empty() ? "does not fit" : fit.no_fit.reasons.front();
+          if (!fit.fits()) why = NoFitReason(fit.no_fit);
           else usage.Apply(*fit.placement);
         }
         answers.emplace(key, why);

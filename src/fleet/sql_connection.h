@@ -10,18 +10,22 @@
 // Values travel as text (NULL as nullopt): both engines convert them to the column's type, and
 // every value the store keeps is an integer, a name or a JSON document.
 //
-// Errors: a write refused by a UNIQUE or CHECK constraint throws SqlConstraintError (the store
-// treats it as "another claimer got there first"); a lost connection, a refused login, a full
-// disk or a lock held too long throw SystemError naming the store's URL (a PostgreSQL connection
-// reconnects on the next call, so one failed request does not poison the next); a database that
-// is not accel's throws InputError. One connection is used by one thread at a time.
+// A write a constraint refuses (UNIQUE, PRIMARY KEY, CHECK, NOT NULL: SQLite's SQLITE_CONSTRAINT,
+// PostgreSQL's SQLSTATE class 23) is an answer, not an error: TryExec returns it in
+// SqlResult::refused, for the statements where the store expects one ("another claimer got there
+// first"); Exec, for every other statement, throws SystemError for it. Errors: a lost
+// connection, a refused login, a full disk or a lock held too long throw SystemError naming the
+// store's URL (a PostgreSQL connection reconnects on the next call, so one failed request does
+// not poison the next); a database that is not accel's throws InputError. One connection is used
+// by one thread at a time.
 #pragma once
 
 #include <memory>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "common/error.h"
 
 namespace accel::fleet {
 
@@ -33,12 +37,10 @@ using SqlRow = std::vector<SqlValue>;
 struct SqlResult {
   std::vector<SqlRow> rows;  ///< rows returned (empty for writes without RETURNING)
   long affected = 0;         ///< rows changed by an INSERT/UPDATE/DELETE
-};
-
-/// A write broke a UNIQUE, PRIMARY KEY or CHECK constraint: the unit it books is taken.
-class SqlConstraintError : public std::runtime_error {
- public:
-  explicit SqlConstraintError(const std::string& what) : std::runtime_error(what) {}
+  /// Set by TryExec when a constraint refused the write (the statement changed nothing; rows
+  /// and affected are empty): the engine's message, e.g.
+  /// "UNIQUE constraint failed: claim_units.host, claim_units.unit". Unset otherwise.
+  std::optional<std::string> refused;
 };
 
 enum class SqlEngine { kSqlite, kPostgres };
@@ -52,8 +54,19 @@ class SqlConnection {
   virtual const std::string& url() const = 0;
 
   /// Runs one statement with parameters $1..$n (params[0] is $1). Returns its rows and the
-  /// number of rows it changed. Throws SqlConstraintError, SystemError or InputError (above).
-  virtual SqlResult Exec(const std::string& sql, const std::vector<SqlValue>& params = {}) = 0;
+  /// number of rows it changed, or, when a constraint refused the write, `refused` set (on
+  /// PostgreSQL inside a transaction, the transaction is then aborted: roll back, to a savepoint
+  /// or whole). Throws SystemError or InputError (above).
+  virtual SqlResult TryExec(const std::string& sql, const std::vector<SqlValue>& params = {}) = 0;
+
+  /// TryExec for a statement no constraint should refuse: returns its rows and the number of rows
+  /// it changed (`refused` never set). Throws SystemError naming the store's URL and the engine's
+  /// message when a constraint refused it anyway, and what TryExec throws.
+  SqlResult Exec(const std::string& sql, const std::vector<SqlValue>& params = {}) {
+    SqlResult result = TryExec(sql, params);
+    if (result.refused) RefusedUnexpectedly(*result.refused);
+    return result;
+  }
 
   /// Starts a transaction. `write`: on SQLite take the write lock now (BEGIN IMMEDIATE, waiting
   /// up to the busy timeout), so what the transaction reads cannot change before it writes.
@@ -61,6 +74,12 @@ class SqlConnection {
   virtual void Commit() = 0;
   /// Rolls the open transaction back; never throws (a dead connection has rolled back already).
   virtual void Rollback() noexcept = 0;
+
+ private:
+  [[noreturn]] void RefusedUnexpectedly(const std::string& detail) const {
+    throw SystemError("the store refused a write", url(), detail,
+                      "another process may have written the same row at the same moment; retry");
+  }
 };
 
 /// Opens (creating the file and its directory) the SQLite database at `path`; `url` is what

@@ -20,13 +20,11 @@ constexpr const char* kHintElsewhere = "or pass --store URL / set ACCEL_FLEET_ST
 
 // Throws the error a person can act on for SQLite result code `rc`: InputError when the file is
 // not (or no longer) accel's database, SystemError when the filesystem or another process is in
-// the way, SqlConstraintError when a constraint refused a write.
+// the way. (A constraint that refuses a statement's write is TryExec's answer, not a Fail.)
 [[noreturn]] void Fail(const std::string& url, sqlite3* db, int rc, const std::string& doing) {
   std::string detail = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
   std::string problem = doing + " failed: " + detail;
   switch (rc & 0xff) {
-    case SQLITE_CONSTRAINT:
-      throw SqlConstraintError(detail);
     case SQLITE_NOTADB:
     case SQLITE_CORRUPT:
       throw InputError(url, "", "is not a readable accel store (" + detail + ")",
@@ -78,7 +76,7 @@ class SqliteConnection final : public SqlConnection {
   SqlEngine engine() const override { return SqlEngine::kSqlite; }
   const std::string& url() const override { return url_; }
 
-  SqlResult Exec(const std::string& sql, const std::vector<SqlValue>& params) override {
+  SqlResult TryExec(const std::string& sql, const std::vector<SqlValue>& params) override {
     sqlite3_stmt* stmt = Prepare(sql);
     sqlite3_reset(stmt);
     sqlite3_clear_bindings(stmt);
@@ -98,6 +96,11 @@ class SqliteConnection final : public SqlConnection {
       if (rc == SQLITE_DONE) break;
       if (rc != SQLITE_ROW) {
         sqlite3_reset(stmt);
+        if ((rc & 0xff) == SQLITE_CONSTRAINT) {  // the statement's changes are undone (ABORT)
+          SqlResult refused;
+          refused.refused = sqlite3_errmsg(db_);
+          return refused;
+        }
         Fail(url_, db_, rc, "running a query");
       }
       SqlRow row(columns);

@@ -17,10 +17,8 @@ using devices::MigControl;
 using devices::MigDriverProfile;
 using devices::MigGpuInstanceInfo;
 
-// A GPU that cannot be planned; the message becomes MigApplyGpu::reason.
-struct PlanError {
-  std::string message;
-};
+// The planning steps below answer "this GPU cannot be planned" with the reason as a string
+// (it becomes MigApplyGpu::reason), "" when they could; they never throw for it.
 
 // The entry that applies to `gpu` (mig-parted: the last match in file order wins).
 struct Match {
@@ -57,10 +55,12 @@ Match FindEntry(const MigConfig& config, const MigControl& gpu) {
 }
 
 // Packs compute instances into GPU instances the way ResolveEntry counts them: per GI profile,
-// largest compute instances first, filling the last GPU instance before opening another.
-std::vector<WantedInstance> WantedInstances(const MigConfigEntry& entry, const GpuModel& model) {
+// largest compute instances first, filling the last GPU instance before opening another. Returns
+// why the entry cannot be resolved on `model` (nothing in *out then), "" otherwise.
+[[nodiscard]] std::string WantedInstances(const MigConfigEntry& entry, const GpuModel& model,
+                                          std::vector<WantedInstance>* out) {
   std::string why;
-  if (!ResolveEntry(entry, model, &why)) throw PlanError{why};
+  if (!ResolveEntry(entry, model, &why)) return why;
   std::map<int, std::vector<std::pair<int, int>>> by_profile;  // profile -> (slices, count)
   for (const auto& [text, count] : entry.mig_devices) {
     if (count <= 0) continue;
@@ -68,22 +68,22 @@ std::vector<WantedInstance> WantedInstances(const MigConfigEntry& entry, const G
     by_profile[*FindProfile(model, name->GpuInstanceName())].emplace_back(name->compute_slices,
                                                                           count);
   }
-  std::vector<WantedInstance> out;
+  out->clear();
   for (auto& [profile, cis] : by_profile) {
     int gi_slices = model.profiles[profile].compute_slices, room = 0;
     std::stable_sort(cis.begin(), cis.end(), [](auto a, auto b) { return a.first > b.first; });
     for (auto [slices, count] : cis) {
       for (; count > 0; --count) {
         if (room < slices) {
-          out.push_back({profile, {}});
+          out->push_back({profile, {}});
           room = gi_slices;
         }
-        out.back().cis.push_back(slices);
+        out->back().cis.push_back(slices);
         room -= slices;
       }
     }
   }
-  return out;
+  return "";
 }
 
 // Catalog profile index -> the driver's GI profile id on this GPU (nullopt: the driver lacks it).
@@ -114,26 +114,28 @@ std::vector<std::optional<unsigned>> DriverIds(const GpuModel& model,
   return ids;
 }
 
-std::vector<HaveInstance> ReadInstances(MigControl& gpu, const GpuModel* model,
-                                        const std::vector<std::optional<unsigned>>& ids) {
-  std::vector<HaveInstance> have;
+// The GPU instances on `gpu` into *have. Returns why they do not match accel's catalog, ""
+// otherwise.
+[[nodiscard]] std::string ReadInstances(MigControl& gpu, const GpuModel* model,
+                                        const std::vector<std::optional<unsigned>>& ids,
+                                        std::vector<HaveInstance>* have) {
+  have->clear();
   for (MigGpuInstanceInfo& info : gpu.GpuInstances()) {
     HaveInstance h;
     for (size_t p = 0; model && p < ids.size(); ++p) {
       if (ids[p] == info.profile_id) h.profile = static_cast<int>(p);
     }
     if (h.profile && model->profiles[*h.profile].memory_slices != info.size) {
-      throw PlanError{"GPU instance " + std::to_string(info.id) + " covers " +
-                      std::to_string(info.size) + " memory slices, but accel's catalog says " +
-                      model->profiles[*h.profile].name + " covers " +
-                      std::to_string(model->profiles[*h.profile].memory_slices)};
+      return "GPU instance " + std::to_string(info.id) + " covers " + std::to_string(info.size) +
+             " memory slices, but accel's catalog says " + model->profiles[*h.profile].name +
+             " covers " + std::to_string(model->profiles[*h.profile].memory_slices);
     }
     for (const auto& ci : info.compute_instances) h.cis.push_back(ci.slices);
     std::sort(h.cis.rbegin(), h.cis.rend());
     h.info = std::move(info);
-    have.push_back(std::move(h));
+    have->push_back(std::move(h));
   }
-  return have;
+  return "";
 }
 
 std::string Label(const GpuModel* model, MigControl& gpu, const HaveInstance& h) {
@@ -163,13 +165,14 @@ std::string CurrentText(const GpuModel* model, bool mig_on, const std::vector<Ha
 }
 
 // Checks every new placement against what the driver offers (the catalog has unconfirmed
-// models).
-void VerifyPlacements(MigControl& gpu, const GpuModel& model, const MigLayout& created,
+// models). Returns the first placement the driver does not offer, and what it offers; "" when
+// it offers them all.
+[[nodiscard]] std::string VerifyPlacements(MigControl& gpu, const GpuModel& model, const MigLayout& created,
                       const std::vector<std::optional<unsigned>>& ids) {
   for (const MigPlacement& p : created) {
     const MigProfile& profile = model.profiles[p.profile];
     if (!ids[p.profile]) {
-      throw PlanError{"the driver does not offer " + profile.name + " on this GPU"};
+      return "the driver does not offer " + profile.name + " on this GPU";
     }
     std::vector<devices::MigSlotRange> possible = gpu.PossiblePlacements(*ids[p.profile]);
     if (std::find(possible.begin(), possible.end(),
@@ -180,21 +183,23 @@ void VerifyPlacements(MigControl& gpu, const GpuModel& model, const MigLayout& c
     for (const auto& r : possible)
       offered +=
           (offered.empty() ? "" : ", ") + std::to_string(r.start) + ":" + std::to_string(r.size);
-    throw PlanError{
-        "the driver does not offer " + profile.name + " at memory slices " +
-        std::to_string(p.start) + "-" + std::to_string(p.start + profile.memory_slices - 1) +
-        " (it offers " + (offered.empty() ? "none" : offered) + "; " + model.name +
-        (profile.confirmed ? "" : " placements are unconfirmed in accel's catalog") + ")"};
+    return "the driver does not offer " + profile.name + " at memory slices " +
+           std::to_string(p.start) + "-" + std::to_string(p.start + profile.memory_slices - 1) +
+           " (it offers " + (offered.empty() ? "none" : offered) + "; " + model.name +
+           (profile.confirmed ? "" : " placements are unconfirmed in accel's catalog") + ")";
   }
+  return "";
 }
 
-void PlanGpu(const MigConfig& config, MigControl& gpu, MigApplyGpu* out) {
+// Fills *out with what happens to `gpu`. Returns why it cannot be planned ("" when it can); the
+// caller then marks it kError with that reason.
+[[nodiscard]] std::string PlanGpu(const MigConfig& config, MigControl& gpu, MigApplyGpu* out) {
   Match match = FindEntry(config, gpu);
-  if (!match.error.empty()) throw PlanError{match.error};
+  if (!match.error.empty()) return match.error;
   if (!match.entry) {
     out->status = match.skipped ? MigApplyGpu::Status::kSkipped : MigApplyGpu::Status::kUntouched;
     out->reason = match.skipped ? "not MIG-capable" : "no entry of " + config.name + " matches it";
-    return;
+    return "";
   }
   const MigConfigEntry& entry = *match.entry;
   const GpuModel* model = FindGpuModelByPciId(gpu.pci_id());
@@ -202,39 +207,42 @@ void PlanGpu(const MigConfig& config, MigControl& gpu, MigApplyGpu* out) {
   if (model) out->model = model->name;
   devices::MigModeState mode = gpu.Mode();
   if (mode.current != mode.pending) {
-    throw PlanError{"a MIG mode change is pending on this GPU (reset the GPU or reboot first)"};
+    return "a MIG mode change is pending on this GPU (reset the GPU or reboot first)";
   }
   if (!model && entry.mig_enabled) {
-    throw PlanError{"\"" + gpu.product_name() + "\" (PCI id " + PciIdText(gpu.pci_id()) +
-                    ") is not in accel's MIG catalog"};
+    return "\"" + gpu.product_name() + "\" (PCI id " + PciIdText(gpu.pci_id()) +
+           ") is not in accel's MIG catalog";
   }
   auto ids = model ? DriverIds(*model, gpu.Profiles()) : std::vector<std::optional<unsigned>>{};
-  std::vector<HaveInstance> have = ReadInstances(gpu, model, ids);
+  std::vector<HaveInstance> have;
+  if (std::string why = ReadInstances(gpu, model, ids, &have); !why.empty()) return why;
   out->current = CurrentText(model, mode.current, have);
   PlanInput input{gpu, model, ids, have, mode.current, {}, {}};
   if (!entry.mig_enabled) {
     out->target = "MIG off";
     for (const HaveInstance& h : have) {
-      if (h.info.busy) throw PlanError{Label(model, gpu, h) + " is busy; MIG cannot be disabled"};
+      if (h.info.busy) return Label(model, gpu, h) + " is busy; MIG cannot be disabled";
     }
   } else {
     if (!mode.current && gpu.HasProcesses()) {
-      throw PlanError{"processes run on the GPU; enabling MIG needs it idle"};
+      return "processes run on the GPU; enabling MIG needs it idle";
     }
-    input.wanted = WantedInstances(entry, *model);
+    if (std::string why = WantedInstances(entry, *model, &input.wanted); !why.empty()) return why;
     std::vector<int> counts(model->profiles.size(), 0);
     for (const WantedInstance& w : input.wanted) ++counts[w.profile];
     Choice choice = ChooseKept(*model, counts, input.have, input.wanted);
-    if (!choice.error.empty()) throw PlanError{choice.error};
+    if (!choice.error.empty()) return choice.error;
     input.choice = std::move(choice);
     out->target = input.choice.target.empty() ? "MIG on, no instances"
                                               : Describe(*model, input.choice.target);
-    VerifyPlacements(gpu, *model, input.choice.created, ids);
+    if (std::string why = VerifyPlacements(gpu, *model, input.choice.created, ids); !why.empty())
+      return why;
   }
   out->steps = BuildSteps(input, entry.mig_enabled, out->position,
                           [&](const HaveInstance& h) { return Label(model, gpu, h); });
   out->status =
       out->steps.empty() ? MigApplyGpu::Status::kAlreadyApplied : MigApplyGpu::Status::kChange;
+  return "";
 }
 
 }  // namespace
@@ -262,11 +270,9 @@ MigApplyPlan PlanApply(const MigPartedConfig& config, const std::string& name,
     out.position = position;
     out.index = gpu.index();
     out.product = gpu.product_name();
-    try {
-      PlanGpu(*selected, gpu, &out);
-    } catch (const PlanError& e) {
+    if (std::string why = PlanGpu(*selected, gpu, &out); !why.empty()) {
       out.status = MigApplyGpu::Status::kError;
-      out.reason = e.message;
+      out.reason = std::move(why);
       out.steps.clear();
     }
     plan.gpus.push_back(std::move(out));

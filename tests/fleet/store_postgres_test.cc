@@ -119,18 +119,50 @@ TEST_F(FleetStorePostgres, HostsAndClaimsBehaveAsOnSqlite) {
   // The same units again on the same host: refused by the primary key, whatever the generation.
   {
     ClaimBatch batch(*store);
-    std::string conflict;
     const int64_t gen = store->GetHost(claims[0].host)->generation;
-    EXPECT_EQ(batch.TryClaim(claims[0].host, gen, claims[0].placement, &conflict), "");
-    EXPECT_NE(conflict.find("unit is taken"), std::string::npos) << conflict;
+    ClaimResult taken = batch.TryClaim(claims[0].host, gen, claims[0].placement);
+    EXPECT_FALSE(taken.claimed());
+    EXPECT_NE(taken.refused.find("unit is taken"), std::string::npos) << taken.refused;
     // A stale generation is refused before any unit is written.
-    EXPECT_EQ(batch.TryClaim(claims[0].host, gen - 1, claims[0].placement, &conflict), "");
-    EXPECT_NE(conflict.find("changed"), std::string::npos) << conflict;
+    ClaimResult stale = batch.TryClaim(claims[0].host, gen - 1, claims[0].placement);
+    EXPECT_FALSE(stale.claimed());
+    EXPECT_NE(stale.refused.find("changed"), std::string::npos) << stale.refused;
   }
   EXPECT_TRUE(store->Release(claims[0].id));
   EXPECT_TRUE(store->ListClaims().empty());
   EXPECT_EQ(pg_->Query("SELECT count(*) FROM claim_units", "fleet"), "0");
   EXPECT_TRUE(store->Audit().empty());
+}
+
+// SQLSTATE class 23 and nothing else is a refusal: TryExec returns it, Exec throws SystemError
+// for it, and every other error the server sends stays an exception.
+TEST_F(FleetStorePostgres, OnlyIntegrityConstraintViolationsAreRefusals) {
+  FleetStore::OpenForMigration(url_)->Migrate();
+  auto store = FleetStore::Open(url_);
+  AddH100Hosts(*store, 1);
+  SqlConnection& db = store->connection();
+  const std::string insert = "INSERT INTO claim_units(host, unit, claim_id) VALUES ('gpu-100', 'cpu:0', $1)";
+  SqlResult first = db.TryExec(insert, {"c-000000000001"});
+  EXPECT_FALSE(first.refused.has_value());
+  EXPECT_EQ(first.affected, 1);
+  SqlResult again = db.TryExec(insert, {"c-000000000002"});  // 23505, the primary key
+  ASSERT_TRUE(again.refused.has_value());
+  EXPECT_NE(again.refused->find("claim_units_pkey"), std::string::npos) << *again.refused;
+  EXPECT_EQ(again.affected, 0);
+  EXPECT_TRUE(db.TryExec("UPDATE hosts SET state = 'gone' WHERE name = 'gpu-100'").refused.has_value());  // 23514
+  EXPECT_TRUE(db.TryExec("INSERT INTO claim_units(host, unit, claim_id) VALUES ('gpu-100', NULL, 'c-1')")
+                  .refused.has_value());  // 23502, NOT NULL
+  EXPECT_EQ(store->GetHost("gpu-100")->state, HostAdminState::kEnabled);
+  try {
+    db.Exec(insert, {"c-000000000003"});
+    FAIL() << "expected SystemError";
+  } catch (const SystemError& e) {
+    EXPECT_EQ(e.object(), store->url());
+    EXPECT_NE(e.reason().find("claim_units_pkey"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(db.TryExec("SELECT 1 / (count(*) - count(*)) FROM hosts"), SystemError);  // 22012
+  EXPECT_THROW(db.TryExec("SELECT nothing FROM no_such_table"), InputError);              // 42P01
+  EXPECT_EQ(pg_->Query("SELECT count(*) FROM claim_units", "fleet"), "1");
 }
 
 // A one-claim batch (ClaimDecision's for a one-instance request) runs each candidate as one
@@ -147,22 +179,24 @@ TEST_F(FleetStorePostgres, OneClaimBatchAutocommitsEachCandidate) {
   const int64_t gen = store->GetHost(first.host)->generation;
   {
     ClaimBatch batch(*store, /*one_claim=*/true);
-    std::string conflict;
-    EXPECT_EQ(batch.TryClaim(first.host, gen, first.placement, &conflict), "");  // its units are taken
-    EXPECT_NE(conflict.find("unit is taken"), std::string::npos) << conflict;
-    EXPECT_EQ(batch.TryClaim(first.host, gen - 1, first.placement, &conflict), "");  // stale generation
-    EXPECT_NE(conflict.find("changed"), std::string::npos) << conflict;
+    ClaimResult taken = batch.TryClaim(first.host, gen, first.placement);  // its units are taken
+    EXPECT_FALSE(taken.claimed());
+    EXPECT_NE(taken.refused.find("unit is taken"), std::string::npos) << taken.refused;
+    ClaimResult stale = batch.TryClaim(first.host, gen - 1, first.placement);  // stale generation
+    EXPECT_FALSE(stale.claimed());
+    EXPECT_NE(stale.refused.find("changed"), std::string::npos) << stale.refused;
     EXPECT_EQ(pg_->Query("SELECT count(*) FROM pg_stat_activity WHERE state LIKE 'idle in transaction%'", "fleet"),
               "0");
     // The same placement on the other host (same hardware, nothing claimed there).
     const std::string other = first.host == "gpu-100" ? "gpu-101" : "gpu-100";
     placement::Placement p = first.placement;
     p.host = other;
-    const std::string id = batch.TryClaim(other, store->GetHost(other)->generation, p, &conflict);
-    ASSERT_FALSE(id.empty()) << conflict;
+    ClaimResult made = batch.TryClaim(other, store->GetHost(other)->generation, p);
+    ASSERT_TRUE(made.claimed()) << made.refused;
+    const std::string id = made.claim->id;
     // Durable already: another connection sees it before Commit.
     EXPECT_EQ(pg_->Query("SELECT count(*) FROM claims WHERE id = '" + id + "'", "fleet"), "1");
-    EXPECT_THROW(batch.TryClaim(other, store->GetHost(other)->generation, p, &conflict), std::logic_error);
+    EXPECT_THROW(batch.TryClaim(other, store->GetHost(other)->generation, p), std::logic_error);
     batch.Commit();
   }
   EXPECT_EQ(store->ListClaims().size(), 2u);
@@ -360,11 +394,12 @@ TEST_F(FleetStorePostgres, ChangedSinceSeesATransactionThatCommitsAfterALaterOne
   p100.host = "gpu-100";
   p101.host = "gpu-101";
   ClaimBatch first(*slow);
-  std::string conflict;
-  ASSERT_FALSE(first.TryClaim("gpu-100", gen100, p100, &conflict).empty()) << conflict;  // number taken
+  ClaimResult on100 = first.TryClaim("gpu-100", gen100, p100);  // number taken
+  ASSERT_TRUE(on100.claimed()) << on100.refused;
   {
     ClaimBatch second(*fast);
-    ASSERT_FALSE(second.TryClaim("gpu-101", gen101, p101, &conflict).empty()) << conflict;
+    ClaimResult on101 = second.TryClaim("gpu-101", gen101, p101);
+    ASSERT_TRUE(on101.claimed()) << on101.refused;
     second.Commit();  // a larger number, committed first
   }
   FleetChanges seen = poller->ChangedSince(snap.change);

@@ -21,6 +21,7 @@
 #include "fleet/fleet_view.h"
 #include "fleet/host_policy_file.h"
 #include "fleet/labels.h"
+#include "fleet/placing.h"
 #include "fleet/scheduler.h"
 #include "fleet/store_url.h"
 #include "placement/placement_json.h"
@@ -197,6 +198,35 @@ TEST_F(FleetStoreTest, AddingAHostTwiceIsRefusedAndWritesNothing) {
   EXPECT_FALSE(store->GetHost("gpu-2").has_value());
 }
 
+// A write a constraint refuses is TryExec's answer (`refused`), for the statements that expect
+// one; Exec, for every other statement, reports it as a SystemError. Nothing else is a refusal.
+TEST_F(FleetStoreTest, AConstraintRefusalIsTryExecsAnswerAndExecsSystemError) {
+  auto store = FleetStore::Open(url_);
+  store->AddHost(Spec("gpu-1", "hgx-h100"));
+  SqlConnection& db = store->connection();
+  const std::string insert = "INSERT INTO claim_units(host, unit, claim_id) VALUES ('gpu-1', 'cpu:0', $1)";
+  SqlResult first = db.TryExec(insert, {"c-000000000001"});
+  EXPECT_FALSE(first.refused.has_value());
+  EXPECT_EQ(first.affected, 1);
+  SqlResult again = db.TryExec(insert, {"c-000000000002"});  // PRIMARY KEY (host, unit)
+  ASSERT_TRUE(again.refused.has_value());
+  EXPECT_NE(again.refused->find("UNIQUE constraint failed"), std::string::npos) << *again.refused;
+  EXPECT_EQ(again.affected, 0);
+  EXPECT_TRUE(again.rows.empty());
+  // CHECK (state IN (...)): refused, and the row is as it was.
+  EXPECT_TRUE(db.TryExec("UPDATE hosts SET state = 'gone' WHERE name = 'gpu-1'").refused.has_value());
+  EXPECT_EQ(store->GetHost("gpu-1")->state, HostAdminState::kEnabled);
+  try {
+    db.Exec(insert, {"c-000000000003"});
+    FAIL() << "expected SystemError";
+  } catch (const SystemError& e) {
+    EXPECT_EQ(e.object(), store->url());
+    EXPECT_NE(e.reason().find("UNIQUE constraint failed"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(db.TryExec("SELECT nothing FROM no_such_table"), InputError);  // a failure, not a refusal
+  EXPECT_EQ(QueryInt(*store, "SELECT count(*) FROM claim_units"), 1);
+}
+
 TEST_F(FleetStoreTest, RemovingAHostWithClaimsNeedsForce) {
   auto store = FleetStore::Open(url_);
   store->AddHost(Spec("gpu-1", "hgx-h100"));
@@ -357,16 +387,16 @@ TEST_F(FleetStoreTest, BatchRefusesAMovedGenerationADisabledHostAndAnUnknownHost
   ASSERT_TRUE(p);
   {
     ClaimBatch batch(*store);
-    std::string conflict;
-    EXPECT_EQ(batch.TryClaim("gpu-1", 7, *p, &conflict), "");
-    EXPECT_NE(conflict.find("gpu-1"), std::string::npos) << conflict;
-    EXPECT_NE(conflict.find("generation"), std::string::npos) << conflict;
-    conflict.clear();
-    EXPECT_EQ(batch.TryClaim("gpu-404", 0, *p, &conflict), "");
-    EXPECT_NE(conflict.find("gpu-404"), std::string::npos) << conflict;
-    conflict.clear();
-    const std::string id = batch.TryClaim("gpu-1", 0, *p, &conflict);
-    EXPECT_FALSE(id.empty()) << conflict;
+    ClaimResult moved = batch.TryClaim("gpu-1", 7, *p);
+    EXPECT_FALSE(moved.claimed());
+    EXPECT_NE(moved.refused.find("gpu-1"), std::string::npos) << moved.refused;
+    EXPECT_NE(moved.refused.find("generation"), std::string::npos) << moved.refused;
+    ClaimResult unknown = batch.TryClaim("gpu-404", 0, *p);
+    EXPECT_FALSE(unknown.claimed());
+    EXPECT_NE(unknown.refused.find("gpu-404"), std::string::npos) << unknown.refused;
+    ClaimResult made = batch.TryClaim("gpu-1", 0, *p);
+    EXPECT_TRUE(made.claimed()) << made.refused;
+    EXPECT_EQ(made.refused, "");
     batch.Commit();
   }
   EXPECT_EQ(store->GetHost("gpu-1")->generation, 1);
@@ -381,9 +411,9 @@ TEST_F(FleetStoreTest, BatchRefusesAMovedGenerationADisabledHostAndAnUnknownHost
   const std::optional<placement::Placement> q = EnginePlacement(*store, "gpu-1", usage, OneGpu());
   ASSERT_TRUE(q);
   ClaimBatch batch(*store);
-  std::string conflict;
-  EXPECT_EQ(batch.TryClaim("gpu-1", 2, *q, &conflict), "");
-  EXPECT_NE(conflict.find("disabled"), std::string::npos) << conflict;
+  ClaimResult disabled = batch.TryClaim("gpu-1", 2, *q);
+  EXPECT_FALSE(disabled.claimed());
+  EXPECT_NE(disabled.refused.find("disabled"), std::string::npos) << disabled.refused;
 }
 
 TEST_F(FleetStoreTest, BatchRefusesATakenUnitAndGoesOn) {
@@ -401,14 +431,13 @@ TEST_F(FleetStoreTest, BatchRefusesATakenUnitAndGoesOn) {
   const int taken_cpu = held.cells[0].consumed_cpus.First();
   overlap.cells[0].consumed_cpus.Add(taken_cpu);
   ClaimBatch batch(*store);
-  std::string conflict;
-  EXPECT_EQ(batch.TryClaim("gpu-1", generation, overlap, &conflict), "");
-  EXPECT_NE(conflict.find("taken"), std::string::npos) << conflict;
+  ClaimResult taken = batch.TryClaim("gpu-1", generation, overlap);
+  EXPECT_FALSE(taken.claimed());
+  EXPECT_NE(taken.refused.find("taken"), std::string::npos) << taken.refused;
   // The refused candidate cost nothing: the generation is as it was and the batch goes on.
-  conflict.clear();
   const placement::Placement fine = *EnginePlacement(*store, "gpu-1", store->UsageOf("gpu-1"), OneGpu());
-  const std::string second = batch.TryClaim("gpu-1", generation, fine, &conflict);
-  EXPECT_FALSE(second.empty()) << conflict;
+  ClaimResult second = batch.TryClaim("gpu-1", generation, fine);
+  EXPECT_TRUE(second.claimed()) << second.refused;
   batch.Commit();
   EXPECT_EQ(store->GetHost("gpu-1")->generation, generation + 1);
   EXPECT_EQ(store->ListClaims().size(), 2u);
@@ -424,9 +453,10 @@ TEST_F(FleetStoreTest, BatchWithoutCommitLeavesNothing) {
   q.host = "gpu-2";
   {
     ClaimBatch batch(*store);
-    std::string conflict;
-    EXPECT_FALSE(batch.TryClaim("gpu-1", 0, p, &conflict).empty()) << conflict;
-    EXPECT_FALSE(batch.TryClaim("gpu-2", 0, q, &conflict).empty()) << conflict;
+    ClaimResult on1 = batch.TryClaim("gpu-1", 0, p);
+    EXPECT_TRUE(on1.claimed()) << on1.refused;
+    ClaimResult on2 = batch.TryClaim("gpu-2", 0, q);
+    EXPECT_TRUE(on2.claimed()) << on2.refused;
   }  // destroyed uncommitted
   EXPECT_TRUE(store->ListClaims().empty());
   EXPECT_EQ(QueryInt(*store, "SELECT count(*) FROM claim_units"), 0);
@@ -535,6 +565,49 @@ TEST_F(ClaimDecisionTest, NothingIsClaimedWhenAnInstanceRunsOutOfCandidates) {
   EXPECT_EQ(out.retries, 1);
   EXPECT_EQ(store_->ListClaims().size(), 1u);  // only the other scheduler's
   EXPECT_EQ(store_->GetHost("gpu-a")->generation, generation_a);  // instance 0's claim rolled back
+}
+
+// PlaceInFleet's "no" is one list of causes, whatever stopped it: the scheduler's causes when
+// not every instance fits; the one cause "taken by other schedulers" when every round's
+// candidates were taken. The JSON's why_not is that list.
+TEST_F(ClaimDecisionTest, PlaceOutcomeSaysWhyNotInOneForm) {
+  // Every round decides on the same (stale) view: gpu-a, then gpu-b, both taken meanwhile.
+  const ScheduleResult stale = Decide(1, false, 1);
+  ASSERT_TRUE(stale.all_placed);
+  ASSERT_FALSE(ClaimWithEngine(*store_, "gpu-a").empty());
+  ASSERT_FALSE(ClaimWithEngine(*store_, "gpu-b").empty());
+  const PlaceOutcome lost = PlaceInFleet(store_.get(), [&] { return stale; }, 2);
+  EXPECT_FALSE(lost.placed);
+  EXPECT_TRUE(lost.lost_race);
+  EXPECT_EQ(lost.rounds, 2);
+  EXPECT_EQ(lost.retries, 4);
+  ASSERT_EQ(lost.why_not.size(), 1u);
+  EXPECT_EQ(lost.why_not[0].cause, "taken by other schedulers");
+  EXPECT_EQ(lost.why_not[0].hosts, 2);  // gpu-a and gpu-b, once each however many rounds
+  EXPECT_EQ(lost.why_not[0].example, lost.conflicts.back());
+  const nlohmann::ordered_json lost_json = PlaceOutcomeJson(lost, "one-gpu", 1, true);
+  ASSERT_EQ(lost_json["why_not"].size(), 1u) << lost_json.dump(1);
+  EXPECT_EQ(lost_json["why_not"][0]["cause"], "taken by other schedulers");
+  EXPECT_EQ(lost_json["why_not"][0]["hosts"], 2);
+
+  // More instances on distinct hosts than there are hosts: the scheduler's causes.
+  const PlaceOutcome no_fit = PlaceInFleet(nullptr, [&] { return Decide(4, true, 0); });
+  EXPECT_FALSE(no_fit.placed);
+  EXPECT_FALSE(no_fit.lost_race);
+  EXPECT_EQ(no_fit.rounds, 1);
+  ASSERT_FALSE(no_fit.why_not.empty());
+  ASSERT_EQ(no_fit.why_not.size(), no_fit.decision.why_not.size());
+  for (size_t i = 0; i < no_fit.why_not.size(); ++i) {
+    EXPECT_EQ(no_fit.why_not[i].cause, no_fit.decision.why_not[i].cause);
+    EXPECT_EQ(no_fit.why_not[i].hosts, no_fit.decision.why_not[i].hosts);
+  }
+  EXPECT_EQ(PlaceOutcomeJson(no_fit, "one-gpu", 4, false)["why_not"].size(), no_fit.why_not.size());
+
+  const PlaceOutcome placed = PlaceInFleet(store_.get(), [&] { return Decide(1, false, 1); });
+  EXPECT_TRUE(placed.placed);
+  EXPECT_TRUE(placed.why_not.empty());
+  EXPECT_FALSE(PlaceOutcomeJson(placed, "one-gpu", 1, true).contains("why_not"));
+  EXPECT_EQ(store_->Audit(), std::vector<std::string>{});
 }
 
 // --- Release and Audit -----------------------------------------------------------------
@@ -677,9 +750,10 @@ TEST_F(FleetStoreTest, Version1StoreIsMigratedOnOpenAndItsUnitsGuarded) {
   }
   EXPECT_EQ(store->Audit(), std::vector<std::string>{});
   // The migrated claims now guard their units in the database, and claims see their usage.
-  EXPECT_THROW(store->connection().Exec("INSERT INTO claim_units(host, unit, claim_id) VALUES ('hgx', $1, $2)",
-                                        {UnitsOf(claims[0].placement).at(0), claims[1].id}),
-               SqlConstraintError);
+  EXPECT_TRUE(store->connection()
+                  .TryExec("INSERT INTO claim_units(host, unit, claim_id) VALUES ('hgx', $1, $2)",
+                           {UnitsOf(claims[0].placement).at(0), claims[1].id})
+                  .refused.has_value());
   ClaimResult again = store->ClaimOnHost("hgx", [&](const placement::HostUsage&) {
     return std::optional<placement::Placement>(claims[0].placement);
   });
@@ -839,11 +913,10 @@ TEST_F(FleetStoreTest, ChangedSinceFollowsClaimsReleasesHostsHeartbeatsAndRemova
   expect_current("claim on a");
   {
     ClaimBatch batch(*store);
-    std::string conflict;
     const HostRecord b = *store->GetHost("b");
     placement::HostUsage none;
-    ASSERT_FALSE(batch.TryClaim("b", b.generation, *EnginePlacement(*store, "b", none, OneGpu()), &conflict).empty())
-        << conflict;
+    ClaimResult on_b = batch.TryClaim("b", b.generation, *EnginePlacement(*store, "b", none, OneGpu()));
+    ASSERT_TRUE(on_b.claimed()) << on_b.refused;
     batch.Commit();
   }
   expect_current("batch claim on b");
@@ -930,13 +1003,14 @@ TEST_F(FleetStoreTest, TheFirstClaimOfABatchNeedsNoSavepointAndARefusalStartsAfr
   const placement::Placement on_b = *EnginePlacement(*store, "b", none, OneGpu());
   {
     ClaimBatch batch(*store);
-    std::string conflict;
     // First claim refused by claim_units: the transaction starts again, nothing is lost.
-    EXPECT_EQ(batch.TryClaim("a", store->GetHost("a")->generation, taken.placement, &conflict), "");
-    EXPECT_NE(conflict.find("unit is taken"), std::string::npos) << conflict;
-    EXPECT_FALSE(batch.TryClaim("b", store->GetHost("b")->generation, on_b, &conflict).empty()) << conflict;
+    ClaimResult first = batch.TryClaim("a", store->GetHost("a")->generation, taken.placement);
+    EXPECT_FALSE(first.claimed());
+    EXPECT_NE(first.refused.find("unit is taken"), std::string::npos) << first.refused;
+    ClaimResult second = batch.TryClaim("b", store->GetHost("b")->generation, on_b);
+    EXPECT_TRUE(second.claimed()) << second.refused;
     // Second claim (a savepoint now) refused: the first stays.
-    EXPECT_EQ(batch.TryClaim("a", store->GetHost("a")->generation, taken.placement, &conflict), "");
+    EXPECT_FALSE(batch.TryClaim("a", store->GetHost("a")->generation, taken.placement).claimed());
     batch.Commit();
   }
   EXPECT_EQ(store->ListClaims("b").size(), 1u);
