@@ -1,11 +1,10 @@
-// Agent: start order (MIG → topology → backends → devices → health → collector/exporter →
-// MPS control daemons → device plugins → labels), stop in reverse, reload = stop + start with a
-// fallback.
+// Agent: start order (MIG → backends → the node: topology, devices, interconnect, RDMA ports,
+// pairing (dra/node_hardware.h) → health → collector/exporter → MPS control daemons → device
+// plugins → labels), stop in reverse, reload = stop + start with a fallback.
 #include "agent/agent.h"
 
 #include <atomic>
 #include <iostream>
-#include <set>
 #include <stdexcept>
 
 #include "agent/agent_internal.h"
@@ -13,10 +12,9 @@
 #include "agent/fleet_publisher.h"
 #include "agent/nccl_hca.h"
 #include "common/error.h"
-#include "devices/interconnect.h"
-#include "devices/nvml_links.h"
 #include "devices/open_backends.h"
 #include "devices/topology_join.h"
+#include "dra/node_hardware.h"
 #include "kube/device_health.h"
 #include "kube/mps_daemons.h"
 #include "kube/plugin_server.h"
@@ -27,76 +25,8 @@
 #include "telemetry/listen_address.h"
 #include "telemetry/web_config.h"
 #include "topology/host_json.h"
-#include "topology/sources.h"
 
 namespace accel::agent {
-
-namespace {
-
-/// The host's topology; a host we cannot read only loses NUMA nodes and interconnect levels.
-topology::HostTopology LoadHost(const std::string& spec, const internal::Log& log) {
-  if (spec == "none") return {};
-  try {
-    return topology::LoadTopology(spec);
-  } catch (const std::exception& e) {
-    log(std::string("warning: no host topology (NUMA nodes, PCIe levels): ") + e.what());
-    return {};
-  }
-}
-
-/// Canonical PCI addresses of the physical devices, once each, in device order.
-std::vector<std::string> PhysicalAddresses(const std::vector<kube::NodeDevice>& devices) {
-  std::vector<std::string> out;
-  std::set<std::string> seen;
-  for (const auto& d : devices) {
-    if (!d.pci_address.empty() && seen.insert(d.pci_address).second) out.push_back(d.pci_address);
-  }
-  return out;
-}
-
-/// Pairs among `positions` of `interconnect` with at least one link.
-int LinkedPairs(const devices::Interconnect& interconnect, const std::vector<size_t>& positions) {
-  int pairs = 0;
-  for (size_t a = 0; a < positions.size(); ++a) {
-    for (size_t b = a + 1; b < positions.size(); ++b) {
-      pairs += interconnect.links[positions[a] * interconnect.size() + positions[b]] > 0;
-    }
-  }
-  return pairs;
-}
-
-/// Adds the NVIDIA GPUs' NVLink / NVSwitch links (from NVML) to `interconnect`, so preferred
-/// allocation favours linked GPUs; one log line says what was found.
-void AddNvlinkPeers(const std::vector<std::unique_ptr<devices::DeviceBackend>>& backends,
-                    const std::vector<kube::NodeDevice>& devices,
-                    devices::Interconnect* interconnect, const internal::Log& log) {
-  const devices::DeviceBackend* nvml = nullptr;
-  for (const auto& b : backends) {
-    if (b->vendor() == devices::Vendor::kNvidia) nvml = b.get();
-  }
-  std::set<std::string> gpus;
-  for (const auto& d : devices) {
-    if (d.vendor == devices::Vendor::kNvidia) gpus.insert(d.pci_address);
-  }
-  std::vector<std::string> addresses;  // the NVIDIA part of interconnect->devices
-  std::vector<size_t> positions;
-  for (size_t i = 0; i < interconnect->size(); ++i) {
-    if (!gpus.count(interconnect->devices[i])) continue;
-    addresses.push_back(interconnect->devices[i]);
-    positions.push_back(i);
-  }
-  if (!nvml || addresses.empty()) return;
-  auto found = devices::ReadNvmlPeerLinks(nvml->library_path(), addresses);
-  std::vector<std::vector<devices::PeerLink>> links(interconnect->size());
-  for (size_t k = 0; k < positions.size(); ++k) links[positions[k]] = std::move(found[k]);
-  devices::AddPeerLinks(*interconnect, links);
-  int pairs = LinkedPairs(*interconnect, positions);
-  log("interconnect: " + std::to_string(pairs) + " NVLink-connected GPU pair(s) among " +
-      std::to_string(addresses.size()) + " GPU(s)" +
-      (interconnect->nvswitch ? ", through NVSwitch" : pairs ? "" : "; PCIe only"));
-}
-
-}  // namespace
 
 /// Everything one Start built; destroyed in reverse order of construction by Stop.
 struct Running {
@@ -104,11 +34,11 @@ struct Running {
   /// exporter.listen and exporter.webConfigFile, read once before anything changes on the node.
   telemetry::ListenAddress address;
   telemetry::WebConfig web;
-  topology::HostTopology host;
-  std::vector<kube::NodeDevice> devices;
+  /// The node (topology, devices, interconnect, RDMA ports, GPU↔NIC pairing), read once: the
+  /// device plugin, the labels and the DRA driver all use this one read.
+  dra::NodeHardware node;
   std::vector<kube::PluginResource> resources;
   kube::Labels labels;
-  devices::Interconnect interconnect;
   kube::NcclHcaMap nccl_hcas;  ///< the device plugin's NCCL_IB_HCA map (devicePlugin.config nccl.ibHca)
   std::unique_ptr<kube::DeviceHealth> health;
   std::unique_ptr<telemetry::Collector> collector;
@@ -147,7 +77,6 @@ std::unique_ptr<Running> Agent::Impl::Build(const AgentConfig& config) {
   }
 
   internal::ApplyMigConfig(config, log);
-  r->host = LoadHost(config.topology, log);
   devices::VendorLibraries libraries{config.nvml_library, config.rocm_smi_library,
                                      config.hlml_library};
   auto backends = devices::OpenBackends(config.vendors, libraries, log, "vendors");
@@ -158,30 +87,29 @@ std::unique_ptr<Running> Agent::Impl::Build(const AgentConfig& config) {
       for (auto& b : backends) b->SetExtraReads(extra);
     }
   }
-  // The node's allocatable devices, resources, labels and health serve the device plugin and
-  // the labels. The exporter alone needs none of them, and discovery reads each device on this
-  // thread, where a hung vendor call would hang start-up; the collector's workers read instead.
-  if (config.device_plugin.enabled || config.labels.enabled || config.dra.enabled) {
-    std::vector<devices::DeviceBackend*> raw;
+  // The node's allocatable devices, resources, labels and health serve the device plugin, the
+  // labels and the DRA driver. The exporter alone needs none of them, and discovery reads each
+  // device on this thread, where a hung vendor call would hang start-up; the collector's
+  // workers read instead. The NVLink interconnect ranks the device plugin's preferred
+  // allocation and gives the DRA driver its NVLink cliques; the GPU↔NIC pairing gives both
+  // the DRA rails and the device plugin's NCCL_IB_HCA.
+  const bool node_devices = config.device_plugin.enabled || config.labels.enabled || config.dra.enabled;
+  std::vector<devices::DeviceBackend*> raw;
+  if (node_devices) {
     for (auto& b : backends) raw.push_back(b.get());
-    r->devices = kube::DiscoverNodeDevices(raw);
-    if (!r->host.pci.empty()) kube::JoinNodeTopology(&r->devices, r->host);
-    r->resources = kube::BuildResources(r->devices, config.device_plugin.config);
-    r->labels = kube::NodeLabels(r->devices, config.device_plugin.config, r->resources, r->host);
   }
-  // The interconnect ranks the device plugin's preferred allocation and gives the DRA driver
-  // its NVLink cliques.
-  if (config.device_plugin.enabled || config.dra.enabled) {
-    r->interconnect = devices::PcieInterconnect(r->host, PhysicalAddresses(r->devices));
-    AddNvlinkPeers(backends, r->devices, &r->interconnect, log);
+  dra::NodeSource source = NodeSourceOf(config);
+  source.nvlink = config.device_plugin.enabled || config.dra.enabled;
+  r->node = dra::ReadNodeHardware(source, raw, log);
+  if (node_devices) {
+    r->resources = kube::BuildResources(r->node.devices, config.device_plugin.config);
+    r->labels = kube::NodeLabels(r->node.devices, config.device_plugin.config, r->resources, r->node.host);
   }
-  if (config.device_plugin.enabled) {
-    if (config.device_plugin.config.nccl.ib_hca)
-      r->nccl_hcas = NcclHcaMapForNode(r->host, config.topology, log);
-  }
+  if (config.device_plugin.enabled && config.device_plugin.config.nccl.ib_hca)
+    r->nccl_hcas = NcclHcaMapForNode(r->node, log);
   // Health (XIDs, lost devices) serves both the device plugin and the DRA driver.
   if (config.device_plugin.enabled || config.dra.enabled) {
-    r->health = std::make_unique<kube::DeviceHealth>(r->devices, config.device_plugin.config.health);
+    r->health = std::make_unique<kube::DeviceHealth>(r->node.devices, config.device_plugin.config.health);
     // The collector is the only reader of the devices and their events: health rides on it.
     kube::DeviceHealth* health = r->health.get();
     copts.on_event = [health](const devices::HealthEvent& e) {
@@ -193,9 +121,9 @@ std::unique_ptr<Running> Agent::Impl::Build(const AgentConfig& config) {
     };
   }
   r->collector = std::make_unique<telemetry::Collector>(std::move(backends), copts);
-  if (!r->host.pci.empty() && !r->collector->identities().empty()) {
+  if (!r->node.host.pci.empty() && !r->collector->identities().empty()) {
     std::vector<devices::DeviceIdentity> ids = r->collector->identities();
-    devices::JoinTopology(&ids, r->host);
+    devices::JoinTopology(&ids, r->node.host);
     r->collector->SetIdentities(std::move(ids));
   }
   r->collector->Start();
@@ -224,7 +152,7 @@ void Agent::Impl::StartServing(Running* r) {
         web, [c] { return c->exposition(); }, [] { return true; });
     // The host as every accel layer sees it, so a node with no accelerator still answers
     // something useful (and fleet tools can read NUMA/PCI facts without ssh).
-    r->server->AddPage("/topology", "application/json", topology::ToJson(r->host));
+    r->server->AddPage("/topology", "application/json", topology::ToJson(r->node.host));
     r->server->Start(address);
     telemetry::ListenAddress bound = address;
     bound.port = r->server->port();
@@ -236,12 +164,12 @@ void Agent::Impl::StartServing(Running* r) {
   // until its daemon runs, a resource's devices are Unhealthy. They run with or without a
   // kubelet (`accel serve --once` checks that they start).
   if (config.device_plugin.enabled && pc.sharing_strategy() == kube::SharingStrategy::kMps) {
-    r->mps = std::make_unique<kube::MpsDaemons>(r->resources, r->devices, pc, r->health.get(),
+    r->mps = std::make_unique<kube::MpsDaemons>(r->resources, r->node.devices, pc, r->health.get(),
                                                 log);
     r->mps->Start();
   }
   if (config.device_plugin.enabled && internal::PathExists(pc.plugin_dir)) {
-    kube::PluginNode node{&r->devices, &config.device_plugin.config, &r->interconnect,
+    kube::PluginNode node{&r->node.devices, &config.device_plugin.config, &r->node.interconnect,
                           r->health.get(), pc.nccl.ib_hca ? &r->nccl_hcas : nullptr};
     r->plugins = std::make_unique<kube::DevicePluginManager>(node);
     r->plugins->Start(r->resources, [l = log](const std::string& line) { l("device plugin: " + line); });
@@ -255,15 +183,11 @@ void Agent::Impl::StartServing(Running* r) {
     r->label_writer->Start();
   }
   if (config.fleet.enabled) {
-    r->fleet = std::make_unique<internal::FleetPublisher>(config.fleet, config.topology, r->host, log);
+    r->fleet = std::make_unique<internal::FleetPublisher>(config.fleet, config.topology, r->node.host, log);
     r->fleet->Start();
   }
   if (config.dra.enabled) {
-    // RDMA ports are read from sysfs when the topology is the live machine's (or a host root
-    // other than / was named: a test's fake machine, a container mounting the host elsewhere).
-    const bool ports = config.topology == "live" || config.dra.host_root != "/";
-    internal::DraInputs inputs{&r->host, &r->devices, r->health.get(), &r->interconnect,
-                               ports ? config.dra.host_root : ""};
+    internal::DraInputs inputs{&r->node, r->health.get()};
     r->dra = std::make_unique<internal::DraDriver>(config.dra, inputs, log);
     r->dra->Start();
   }
@@ -338,7 +262,7 @@ AgentStatus Agent::status() const {
   AgentStatus s;
   const Running* r = impl_->running.get();
   if (!r) return s;
-  s.devices = r->devices;
+  s.devices = r->node.devices;
   for (const auto& res : r->resources) s.resources.emplace_back(res.name, res.devices.size());
   s.labels = r->labels;
   s.exposition = r->collector->exposition();

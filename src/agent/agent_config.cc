@@ -254,4 +254,11 @@ AgentConfig LoadAgentConfig(const std::string& path) {
   return ParseAgentConfig(ReadWholeFile(path), path);
 }
 
+dra::NodeSource NodeSourceOf(const AgentConfig& config) {
+  dra::NodeSource source;
+  source.topology = config.topology;
+  source.host_root = config.dra.host_root;
+  return source;
+}
+
 }  // namespace accel::agent

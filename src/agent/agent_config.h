@@ -66,6 +66,7 @@
 #include <string>
 #include <vector>
 
+#include "dra/node_hardware.h"
 #include "kube/plugin_config.h"
 #include "telemetry/field_selection.h"
 
@@ -167,8 +168,10 @@ struct DraSection {
   /// Kubernetes ≥ 1.36, or the DRAPartitionableDevices gate); false: MIG devices only, no
   /// counters (dra::InventoryOptions::partitionable).
   bool partitionable_devices = true;
-  /// Where the host's /sys, /dev and /proc are seen: RDMA ports and uverbs nodes are read
-  /// below it ("/" in a privileged pod or on the host; "/host" when the host is mounted there).
+  /// Where the host's /sys, /dev and /proc are seen ("/" in a privileged pod or on the host;
+  /// "/host" when the host is mounted there): uverbs nodes are read below it, and the node's
+  /// RDMA ports by dra::RdmaPortRoot's rule (for the DRA rails and the device plugin's
+  /// NCCL_IB_HCA alike, whether or not the DRA driver runs).
   std::string host_root = "/";
   /// ResourceSlices are re-published when devices or health change, and at least this often.
   std::chrono::milliseconds resync_interval{60000};
@@ -204,6 +207,11 @@ std::string HostnameLabel(const std::string& where, const std::string& value,
 
 /// Reads `path`; an empty path gives the defaults. Throws InputError.
 AgentConfig LoadAgentConfig(const std::string& path);
+
+/// The node this config reads (dra/node_hardware.h): `topology` and dra.hostRoot, NodeSource's
+/// defaults for the rest (NVLink links read, default pairing). The agent and `accel dra` both
+/// start from it.
+dra::NodeSource NodeSourceOf(const AgentConfig& config);
 
 /// Reads exporter->collectors and exporter->amd_metrics_config into exporter->fields (null when
 /// both are empty). A relative path is taken relative to `base_dir` when it is not empty (the

@@ -3,11 +3,9 @@
 
 #include <unistd.h>
 
-#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <ctime>
-#include <map>
 #include <mutex>
 #include <optional>
 
@@ -19,7 +17,6 @@
 #include "dra/plugin_server.h"
 #include "dra/resource_slices.h"
 #include "dra/slice_publisher.h"
-#include "fabric/nic_ports.h"
 #include "kubeapi/client.h"
 #include "kubeapi/kube_config.h"
 
@@ -32,37 +29,6 @@ constexpr std::chrono::milliseconds kHealthPoll{1000};
 
 }  // namespace
 
-void AddNvlinkCliques(dra::Inventory* inventory, const devices::Interconnect& ic) {
-  const size_t n = ic.size();
-  std::vector<size_t> parent(n);
-  for (size_t i = 0; i < n; ++i) parent[i] = i;
-  auto root = [&parent](size_t i) {
-    while (parent[i] != i) i = parent[i] = parent[parent[i]];
-    return i;
-  };
-  for (size_t i = 0; i < n; ++i)
-    for (size_t j = i + 1; j < n; ++j)
-      if (ic.links[i * n + j] > 0) parent[root(i)] = root(j);
-  // Groups of two or more, numbered by their first device in PCI order.
-  std::vector<size_t> order(n);
-  for (size_t i = 0; i < n; ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&ic](size_t a, size_t b) { return ic.devices[a] < ic.devices[b]; });
-  std::map<size_t, int> size_of, index_of;
-  for (size_t i = 0; i < n; ++i) ++size_of[root(i)];
-  std::map<std::string, int> clique;  // canonical PCI address → clique index
-  for (size_t i : order) {
-    const size_t r = root(i);
-    if (size_of[r] < 2) continue;
-    auto [it, added] = index_of.emplace(r, static_cast<int>(index_of.size()));
-    clique[ic.devices[i]] = it->second;
-  }
-  for (dra::DraDevice& d : inventory->devices) {
-    if (d.kind == dra::DeviceKind::kNic) continue;
-    auto it = clique.find(d.pci_address);
-    if (it != clique.end()) d.attributes["nvlinkClique"] = dra::AttributeValue::Int(it->second);
-  }
-}
-
 std::string DraNodeName(const DraSection& section, const topology::HostTopology& host) {
   if (!section.node_name.empty()) return AsciiLower(section.node_name);
   if (const char* env = std::getenv("NODE_NAME"); env && *env) return AsciiLower(env);
@@ -70,6 +36,15 @@ std::string DraNodeName(const DraSection& section, const topology::HostTopology&
   char name[256] = {};
   if (gethostname(name, sizeof name - 1) == 0 && name[0]) return AsciiLower(name);
   return "localhost";
+}
+
+dra::InventoryOptions DraInventoryOptions(const DraSection& section, const topology::HostTopology& host) {
+  dra::InventoryOptions io;
+  io.driver = section.driver_name;
+  io.node_name = DraNodeName(section, host);
+  io.include_vfs = section.publish_vfs;
+  io.partitionable = section.partitionable_devices;
+  return io;
 }
 
 struct DraDriver::Impl {
@@ -177,22 +152,11 @@ DraDriver::~DraDriver() { Stop(); }
 void DraDriver::Start() {
   Impl& m = *impl_;
   const DraSection& s = m.section;
-  static const topology::HostTopology kNoHost;
-  const topology::HostTopology& host = m.inputs.host ? *m.inputs.host : kNoHost;
-  static const std::vector<kube::NodeDevice> kNoDevices;
-  const std::vector<kube::NodeDevice>& devices = m.inputs.devices ? *m.inputs.devices : kNoDevices;
-  m.node = DraNodeName(s, host);
-
-  dra::InventoryOptions io;
-  io.driver = s.driver_name;
-  io.node_name = m.node;
-  io.include_vfs = s.publish_vfs;
-  io.partitionable = s.partitionable_devices;
-  std::vector<fabric::NicPort> ports;
-  if (!m.inputs.sysfs_root.empty()) ports = fabric::ReadNicPorts(m.inputs.sysfs_root);
-  dra::Inventory inventory = dra::BuildInventory(devices, host, ports, io);
-  if (m.inputs.interconnect) AddNvlinkCliques(&inventory, *m.inputs.interconnect);
-  m.full = std::make_shared<const dra::Inventory>(std::move(inventory));
+  static const dra::NodeHardware kNoNode;
+  const dra::NodeHardware& node = m.inputs.node ? *m.inputs.node : kNoNode;
+  const dra::InventoryOptions io = DraInventoryOptions(s, node.host);
+  m.node = io.node_name;
+  m.full = std::make_shared<const dra::Inventory>(dra::BuildNodeInventory(node, io));
 
   kubeapi::KubeConfig kc = s.kubeconfig.empty() ? kubeapi::InClusterConfig() : kubeapi::LoadKubeconfig(s.kubeconfig);
   // Short retries: the first publish runs on the start path (an API server that is down must

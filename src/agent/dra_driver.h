@@ -1,6 +1,7 @@
 // DraDriver: the agent's `dra:` part — accel's DRA driver (resource.k8s.io/v1) on one node.
 // It joins the dra layer's pieces over the agent's devices:
-//   inventory   the node's GPUs, MIG devices and RDMA NICs with accel's rails (dra/inventory.h)
+//   inventory   the node's GPUs, MIG devices and RDMA NICs with accel's rails and NVLink cliques
+//               (dra/inventory.h BuildNodeInventory over the agent's dra::NodeHardware)
 //   slices      published with the API client and kept current (dra/slice_publisher.h): again
 //               when a device's health changes (an unhealthy device leaves the pool, so nothing
 //               new is allocated on it) and every resync interval (a slice someone deleted
@@ -20,39 +21,31 @@
 
 #include "agent/agent_config.h"
 #include "agent/agent_internal.h"
-#include "devices/interconnect.h"
 #include "dra/inventory.h"
+#include "dra/node_hardware.h"
 #include "kube/device_health.h"
-#include "kube/node_devices.h"
 #include "topology/host.h"
 
 namespace accel::agent::internal {
 
 /// What DraDriver reads besides its section; all owned by the agent and outliving the driver.
 struct DraInputs {
-  const topology::HostTopology* host = nullptr;
-  /// The node's accelerators and MIG devices (kube::DiscoverNodeDevices).
-  const std::vector<kube::NodeDevice>* devices = nullptr;
-  /// Health of `devices` (same order); null = every device healthy. The driver ticks it (quiet
-  /// period recoveries) each time it looks.
+  /// The node as dra::ReadNodeHardware read it (the same read the device plugin's NCCL_IB_HCA
+  /// comes from): its devices, topology, NVLink interconnect (nvlinkClique) and the GPU↔NIC
+  /// pairing (rails). Null = an empty node.
+  const dra::NodeHardware* node = nullptr;
+  /// Health of node->devices (same order); null = every device healthy. The driver ticks it
+  /// (quiet period recoveries) each time it looks.
   kube::DeviceHealth* health = nullptr;
-  /// NVLink links between the node's GPUs (NVML at start; devices/interconnect.h); null = none
-  /// known. GPUs joined by NVLink get an `nvlinkClique` attribute.
-  const devices::Interconnect* interconnect = nullptr;
-  /// Sysfs root for the RDMA ports ("/" live; "" = unknown ports: every port assumed active).
-  std::string sysfs_root;
 };
-
-/// Gives each GPU joined to others by NVLink (directly or through NVSwitch), and its MIG
-/// devices, the attribute `nvlinkClique`: the index, on this node, of its connected group of
-/// GPUs (groups numbered in PCI order of their first GPU). A node-local clique: GPUs of one
-/// clique can be claimed together with matchAttribute accel.io/nvlinkClique. Not a
-/// multi-node NVLink (MNNVL) fabric clique.
-void AddNvlinkCliques(dra::Inventory* inventory, const devices::Interconnect& interconnect);
 
 /// The node name the driver publishes under: section.node_name, else $NODE_NAME, else the
 /// host's name (topology hostname, then gethostname). Lowercased.
 std::string DraNodeName(const DraSection& section, const topology::HostTopology& host);
+
+/// The inventory options `section` gives on a node of `host`: driver name, DraNodeName, VFs,
+/// partitionable devices. The driver and `accel dra` both build with these.
+dra::InventoryOptions DraInventoryOptions(const DraSection& section, const topology::HostTopology& host);
 
 class DraDriver {
  public:

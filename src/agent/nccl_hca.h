@@ -1,19 +1,18 @@
 // The HCA each accelerator of this node is paired with, for the device plugin's NCCL_IB_HCA
 // (PluginConfig::nccl, kube/plugin_server.h's NcclHcaMap). Computed here, in the agent, because
-// the pairing lives in the fabric layer and the kube layer must not depend on it.
+// the pairing lives in the fabric layer and the kube layer must not depend on it. The pairing is
+// the node's one (dra::NodeHardware::pairing), so a GPU's NCCL_IB_HCA names the NIC on its DRA
+// rail.
 //
-// Pure functions apart from NcclHcaMapForNode, which reads the RDMA ports under a root;
-// thread-safe.
+// Pure functions; thread-safe.
 #pragma once
 
 #include <functional>
 #include <string>
-#include <vector>
 
-#include "fabric/nic_ports.h"
+#include "dra/node_hardware.h"
 #include "fabric/pairing.h"
 #include "kube/plugin_server.h"
-#include "topology/host.h"
 
 namespace accel::agent {
 
@@ -21,21 +20,10 @@ namespace accel::agent {
 /// left out: NCCL then keeps its own choice for that GPU). Never throws.
 kube::NcclHcaMap NcclHcaMapOf(const fabric::Fabric& fabric);
 
-/// Pairs the accelerators of `host` with its RDMA NICs as `accel fabric pairs` does with default
-/// options (`ports` = fabric::ReadNicPorts of the same machine, or empty when unknown: every port
-/// then counts as up) and returns NcclHcaMapOf the result. The pairing's notes (NICs left out,
-/// GPUs without a NIC) go to `notes` when non-null. Never throws: a host without accelerators
-/// or NICs gives an empty map.
-kube::NcclHcaMap ComputeNcclHcaMap(const topology::HostTopology& host,
-                                   const std::vector<fabric::NicPort>& ports,
-                                   std::vector<std::string>* notes = nullptr);
-
-/// What the agent calls at start: the RDMA ports of the machine `topology_spec` names (the agent
-/// config's `topology`: "live" reads /sys/class/infiniband, "sysfs:DIR" or a directory DIR reads
-/// DIR/sys/class/infiniband, a topology file reads none), then ComputeNcclHcaMap. Logs one line
-/// per paired GPU count and each note through `log` (may be empty). Never throws.
-kube::NcclHcaMap NcclHcaMapForNode(const topology::HostTopology& host,
-                                   const std::string& topology_spec,
+/// What the agent calls at start: NcclHcaMapOf(node.pairing), logging through `log` (may be
+/// empty) one line with the number of paired accelerators (and when no RDMA port was read:
+/// node.rdma_root empty, every port counted as up) and one per pairing note. Never throws.
+kube::NcclHcaMap NcclHcaMapForNode(const dra::NodeHardware& node,
                                    const std::function<void(const std::string&)>& log);
 
 }  // namespace accel::agent

@@ -9,8 +9,11 @@
 //                      private temporary directory: its devices, CDI spec and NCCL env, with
 //                      Prepare's own error for a claim this node would refuse
 //
-// The node is read the way `accel serve` reads it: an agent.yaml (--config) for vendors,
-// libraries, topology and the dra: block, with the command line's flags on top.
+// The node is read the way `accel serve` reads it, by the same calls: an agent.yaml (--config)
+// for vendors, libraries, topology and the dra: block, with the command line's flags on top,
+// read by dra::ReadNodeHardware (topology, devices, NVLink, RDMA ports, pairing) and published
+// by dra::BuildNodeInventory — so `slices` prints what the agent publishes, nvlinkClique and
+// rails included.
 #include <unistd.h>
 
 #include <cerrno>
@@ -37,10 +40,8 @@
 #include "dra/claim_allocation.h"
 #include "dra/claim_preparer.h"
 #include "dra/inventory.h"
+#include "dra/node_hardware.h"
 #include "dra/resource_slices.h"
-#include "fabric/nic_ports.h"
-#include "kube/node_devices.h"
-#include "topology/sources.h"
 
 namespace accel::cli {
 
@@ -64,9 +65,10 @@ struct NodeFlags {
 /// The node as the driver sees it. Backends stay open for the view's lifetime.
 struct NodeView {
   agent::AgentConfig config;
-  /// The root RDMA ports and device nodes are read under; "" = none (a topology file).
-  std::string root;
   std::vector<std::unique_ptr<devices::DeviceBackend>> backends;
+  /// The node as the agent reads it (dra::ReadNodeHardware); hw.rdma_root is the root RDMA
+  /// ports and device nodes are read under ("" = none: a topology file).
+  dra::NodeHardware hw;
   dra::Inventory inventory;
 };
 
@@ -87,8 +89,9 @@ void AddNodeFlags(CLI::App* cmd, NodeFlags* f) {
   cmd->add_option("--driver", f->driver, "DRA driver name (overrides dra.driverName; default accel.io)");
   cmd->add_option("--root", f->root,
                   "filesystem root holding sys/class/infiniband (RDMA ports, uverbs nodes); "
-                  "default / with a live topology (or dra.hostRoot), none with a topology file: "
-                  "then every RDMA port counts as up");
+                  "default as the agent: the directory of a sysfs-copy topology, else "
+                  "dra.hostRoot (default /) with a live topology or when it is not /, else none "
+                  "(a topology file): then every RDMA port counts as up");
   cmd->add_flag("--no-vfs", f->no_vfs, "leave SR-IOV virtual functions out (dra.publishVfs: false)");
 }
 
@@ -106,43 +109,30 @@ agent::AgentConfig LoadConfig(const NodeFlags& f) {
   return c;
 }
 
-/// Opens the vendor backends, discovers the devices and builds the inventory as the agent does
-/// (agent.cc Build + DraDriver::Start). Unlike the agent, an unreadable topology file is an
+/// Reads the node and builds the inventory with the agent's own calls (dra::ReadNodeHardware
+/// from agent::NodeSourceOf, dra::BuildNodeInventory with the driver's options), so what is
+/// printed is what the agent publishes. Unlike the agent, an unreadable topology file is an
 /// error here: the operator named it. Throws InputError, BackendError.
 NodeView ReadNode(const NodeFlags& f) {
   NodeView v;
   v.config = LoadConfig(f);
   const agent::AgentConfig& c = v.config;
-  // The agent reads RDMA ports when the topology is the live machine's or a host root is set.
   if (!f.root.empty()) {
     std::error_code ec;
     if (!fs::is_directory(f.root, ec))
       throw InputError("command line", "--root", "'" + f.root + "' is not a directory",
                        "give the directory that holds sys/class/infiniband, e.g. /");
-    v.root = f.root;
-  } else if (c.topology == "live" || c.dra.host_root != "/") {
-    v.root = c.dra.host_root;
   }
-  topology::HostTopology host;
-  if (c.topology != "none") host = topology::LoadTopology(c.topology);
-
+  dra::NodeSource source = agent::NodeSourceOf(c);
+  source.sysfs_root = f.root;
+  source.topology_required = true;
+  auto log = [](const std::string& line) { std::cerr << "accel dra: " << line << "\n"; };
   devices::VendorLibraries libraries{c.nvml_library, c.rocm_smi_library, c.hlml_library};
-  v.backends = devices::OpenBackends(
-      c.vendors, libraries, [](const std::string& line) { std::cerr << "accel dra: " << line << "\n"; },
-      "vendors");
+  v.backends = devices::OpenBackends(c.vendors, libraries, log, "vendors");
   std::vector<devices::DeviceBackend*> raw;
   for (auto& b : v.backends) raw.push_back(b.get());
-  std::vector<kube::NodeDevice> node_devices = kube::DiscoverNodeDevices(raw);
-  if (!host.pci.empty()) kube::JoinNodeTopology(&node_devices, host);
-
-  dra::InventoryOptions io;
-  io.driver = c.dra.driver_name;
-  io.node_name = agent::internal::DraNodeName(c.dra, host);
-  io.include_vfs = c.dra.publish_vfs;
-  io.partitionable = c.dra.partitionable_devices;
-  std::vector<fabric::NicPort> ports;
-  if (!v.root.empty()) ports = fabric::ReadNicPorts(v.root);
-  v.inventory = dra::BuildInventory(node_devices, host, ports, io);
+  v.hw = dra::ReadNodeHardware(source, raw, log);
+  v.inventory = dra::BuildNodeInventory(v.hw, agent::internal::DraInventoryOptions(c.dra, v.hw.host));
   return v;
 }
 
@@ -299,7 +289,7 @@ int RunClaim(const ClaimOptions& o) {
   po.state_dir = (tmp.path() / "state").string();
   // Without a root (a topology file) nothing of this machine is read: an empty directory
   // stands in for the host, so NICs' uverbs nodes are not found, as on a host without them.
-  po.device_nodes.host_root = v.root.empty() ? (tmp.path() / "no-host").string() : v.root;
+  po.device_nodes.host_root = v.hw.rdma_root.empty() ? (tmp.path() / "no-host").string() : v.hw.rdma_root;
   fs::create_directories(po.device_nodes.host_root);
   po.nccl.socket_ifname = o.socket_ifname_set ? o.socket_ifname : config.dra.nccl_socket_ifname;
   po.nccl.topo_file = o.topo_file.empty() ? config.dra.nccl_topo_file : o.topo_file;
@@ -315,7 +305,7 @@ int RunClaim(const ClaimOptions& o) {
         break;
       }
     }
-    if (v.root.empty() && result.error.find("uverbs") != std::string::npos)
+    if (v.hw.rdma_root.empty() && result.error.find("uverbs") != std::string::npos)
       std::cerr << me << "hint: with a topology file, --root DIR names the sysfs copy the NICs' "
                          "uverbs nodes are read from\n";
     return kExitNoFit;

@@ -236,6 +236,13 @@ struct Slices {
 Inventory BuildInventory(const std::vector<kube::NodeDevice>& node_devices,
                          const topology::HostTopology& host, const std::vector<fabric::NicPort>& ports,
                          const InventoryOptions& options) {
+  return BuildInventoryFromPairing(node_devices, host, fabric::PairGpusWithNics(host, ports, options.pairing),
+                                   options);
+}
+
+Inventory BuildInventoryFromPairing(const std::vector<kube::NodeDevice>& node_devices,
+                                    const topology::HostTopology& host, const fabric::Fabric& pairing,
+                                    const InventoryOptions& options) {
   if (options.driver.empty() || options.driver.size() > kMaxDriverNameLength ||
       !IsDnsSubdomain(options.driver)) {
     throw InputError("dra", "driver", "'" + options.driver + "' is not a valid DRA driver name",
@@ -252,7 +259,7 @@ Inventory BuildInventory(const std::vector<kube::NodeDevice>& node_devices,
   inv.driver = options.driver;
   inv.node_name = options.node_name;
   inv.node_devices = node_devices;
-  inv.fabric = fabric::PairGpusWithNics(host, ports, options.pairing);
+  inv.fabric = pairing;
   const fabric::Fabric& fab = inv.fabric;
   PciTree tree(host);
 
@@ -472,6 +479,43 @@ Inventory BuildInventory(const std::vector<kube::NodeDevice>& node_devices,
     inv.devices.push_back(std::move(d));
   }
   return inv;
+}
+
+Inventory BuildNodeInventory(const NodeHardware& hw, const InventoryOptions& options) {
+  Inventory inv = BuildInventoryFromPairing(hw.devices, hw.host, hw.pairing, options);
+  AddNvlinkCliques(&inv, hw.interconnect);
+  return inv;
+}
+
+void AddNvlinkCliques(Inventory* inventory, const devices::Interconnect& ic) {
+  const size_t n = ic.size();
+  std::vector<size_t> parent(n);
+  for (size_t i = 0; i < n; ++i) parent[i] = i;
+  auto root = [&parent](size_t i) {
+    while (parent[i] != i) i = parent[i] = parent[parent[i]];
+    return i;
+  };
+  for (size_t i = 0; i < n; ++i)
+    for (size_t j = i + 1; j < n; ++j)
+      if (ic.links[i * n + j] > 0) parent[root(i)] = root(j);
+  // Groups of two or more, numbered by their first device in PCI order.
+  std::vector<size_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&ic](size_t a, size_t b) { return ic.devices[a] < ic.devices[b]; });
+  std::map<size_t, int> size_of, index_of;
+  for (size_t i = 0; i < n; ++i) ++size_of[root(i)];
+  std::map<std::string, int> clique;  // canonical PCI address → clique index
+  for (size_t i : order) {
+    const size_t r = root(i);
+    if (size_of[r] < 2) continue;
+    auto [it, added] = index_of.emplace(r, static_cast<int>(index_of.size()));
+    clique[ic.devices[i]] = it->second;
+  }
+  for (DraDevice& d : inventory->devices) {
+    if (d.kind == DeviceKind::kNic) continue;
+    auto it = clique.find(d.pci_address);
+    if (it != clique.end()) d.attributes["nvlinkClique"] = AttributeValue::Int(it->second);
+  }
 }
 
 }  // namespace accel::dra

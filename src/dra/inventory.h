@@ -23,6 +23,8 @@
 #include <vector>
 
 #include "devices/device.h"
+#include "devices/interconnect.h"
+#include "dra/node_hardware.h"
 #include "fabric/nic_ports.h"
 #include "fabric/pairing.h"
 #include "kube/node_devices.h"
@@ -106,7 +108,9 @@ struct InventoryOptions {
   std::string node_name;
   /// Publish SR-IOV virtual functions of RDMA NICs as devices of their own.
   bool include_vfs = true;
-  /// How GPUs are paired with NICs (rails).
+  /// How BuildInventory pairs GPUs with NICs (rails) from ports. BuildInventoryFromPairing and
+  /// BuildNodeInventory take a pairing already made (the node's: NodeSource::pairing) and
+  /// ignore this.
   fabric::PairingOptions pairing;
   /// Publish MIG-enabled GPUs as partitionable devices: the whole GPU beside its MIG devices,
   /// all consuming the GPU's counter set (KEP-4815: beta and on by default from Kubernetes
@@ -185,10 +189,30 @@ std::string TruncateUtf8(std::string_view s, size_t max = kMaxAttributeStringLen
 ///    VF itself), `pathType` ("PIX", "PXB", "PHB", "SYS": GPU to its NIC; for a NIC the closest
 ///    of its GPUs), `pcieSwitch` (address of the PCIe switch port the GPU and its NIC are both
 ///    under, only when the path is PIX or PXB).
-/// NVLink cliques are not published: the node devices carry no fabric/clique data yet.
+/// NVLink cliques are added by AddNvlinkCliques (BuildNodeInventory does both).
 /// String values are cut to 64 bytes. Same inputs give the same inventory.
 Inventory BuildInventory(const std::vector<kube::NodeDevice>& node_devices,
                          const topology::HostTopology& host, const std::vector<fabric::NicPort>& ports,
                          const InventoryOptions& options);
+
+/// BuildInventory with the pairing already made (`pairing` = fabric::PairGpusWithNics of
+/// `host`; options.pairing is not used).
+Inventory BuildInventoryFromPairing(const std::vector<kube::NodeDevice>& node_devices,
+                                    const topology::HostTopology& host, const fabric::Fabric& pairing,
+                                    const InventoryOptions& options);
+
+/// Gives each GPU joined to others by NVLink (directly or through NVSwitch), and its MIG
+/// devices, the attribute `nvlinkClique`: the index, on this node, of its connected group of
+/// GPUs in `interconnect` (groups numbered in PCI order of their first GPU). A node-local
+/// clique: GPUs of one clique can be claimed together with matchAttribute
+/// accel.io/nvlinkClique. Not a multi-node NVLink (MNNVL) fabric clique. NICs get none.
+void AddNvlinkCliques(Inventory* inventory, const devices::Interconnect& interconnect);
+
+/// What accel's DRA driver publishes for a node read by ReadNodeHardware — the agent's driver
+/// and `accel dra slices|claim` both call this: BuildInventoryFromPairing over hw.devices and
+/// hw.host with hw.pairing (the pairing the device plugin's NCCL_IB_HCA comes from), then AddNvlinkCliques
+/// with hw.interconnect. options.pairing is not used (hw.pairing was made with the node's).
+/// Throws InputError as BuildInventory does.
+Inventory BuildNodeInventory(const NodeHardware& hw, const InventoryOptions& options);
 
 }  // namespace accel::dra

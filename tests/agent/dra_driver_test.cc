@@ -3,10 +3,12 @@
 // kubelet's registration and NodePrepareResources through an in-test kubelet, CDI specs with
 // NCCL wired, a bad claim beside a good one, an agent restart with a prepared claim, and a GPU
 // that falls off the bus leaving the pool and reported unhealthy.
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -24,6 +26,7 @@
 #include "agent/agent_config.h"
 #include "support/fake_apiserver.h"
 #include "support/fake_dra_kubelet.h"
+#include "support/fake_kubelet_plugins.h"
 #include "support/fake_nvml_config.h"
 #include "support/fake_nvml_setup.h"
 #include "support/fake_sysfs.h"
@@ -54,6 +57,35 @@ bool WaitFor(F done, std::chrono::milliseconds limit = std::chrono::seconds(30))
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return done();
+}
+
+/// Each slice's spec without its pool generation (the agent counts up from 1, `accel dra slices`
+/// prints generation 1), in a fixed order: what must be equal between the two.
+std::vector<json> SliceSpecs(const std::vector<json>& slices) {
+  std::vector<json> out;
+  for (json slice : slices) {
+    json spec = slice.at("spec");
+    spec["pool"].erase("generation");
+    out.push_back(std::move(spec));
+  }
+  std::sort(out.begin(), out.end(), [](const json& a, const json& b) { return a.dump() < b.dump(); });
+  return out;
+}
+
+/// Runs `command` through the shell; its stdout, and its exit status in *status.
+std::string RunCapture(const std::string& command, int* status) {
+  std::string out;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) {
+    *status = -1;
+    return out;
+  }
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
+  const int raw = pclose(pipe);
+  *status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  return out;
 }
 
 class AgentDra : public ::testing::Test {
@@ -99,7 +131,10 @@ class AgentDra : public ::testing::Test {
     nvml_.Write(test_support::FakeNvmlConfig(gpus));
   }
 
-  AgentConfig Config() {
+  AgentConfig Config() { return ParseAgentConfig(ConfigYaml(), "test.yaml"); }
+
+  /// The agent file of Config(), also what `accel dra --config` reads.
+  std::string ConfigYaml() {
     std::ostringstream y;
     y << "vendors: [nvidia]\n"
       << "libraries: {nvml: " << ACCEL_FAKE_NVML << "}\n"
@@ -115,7 +150,7 @@ class AgentDra : public ::testing::Test {
       << "  stateDir: " << (dir_ / "state").string() << "\n"
       << "  hostRoot: " << (dir_ / "root").string() << "\n"
       << "  resyncInterval: 1s\n";
-    return ParseAgentConfig(y.str(), "test.yaml");
+    return y.str();
   }
 
   /// Every published device by name, with its slice's pool generation.
@@ -378,6 +413,90 @@ TEST_F(AgentDra, NvswitchGpusShareOneNvlinkClique) {
   EXPECT_GE(gpus, 8);
   EXPECT_TRUE(agent.Stop());
   unsetenv("FAKE_NVML_CONFIG");
+}
+
+// One node, read twice: by the agent (published to the API server) and by `accel dra slices
+// --config` with the agent's own file. NVSwitch-linked GPUs with MIG devices (counters) and an
+// RDMA port down in the host root beside a topology file (the rails depend on the port states):
+// the slices must be equal, device by device, attribute by attribute (rail, nvlinkClique
+// included), with the same capacities and counters.
+TEST_F(AgentDra, DraSlicesPrintsWhatTheAgentPublishes) {
+  setenv("FAKE_NVML_CONFIG", (std::string(ACCEL_SOURCE_DIR) + "/tests/fakes/nvml/examples/h100x8-mig.json").c_str(), 1);
+  accel::testing::WriteFakeFile((dir_ / "root").string(), "sys/class/infiniband/mlx5_0/ports/1/state", "1: DOWN\n");
+  std::ofstream(dir_ / "agent.yaml") << ConfigYaml();
+  Agent agent(Log());
+  agent.Start(Config());
+  const std::vector<json> published = api_.List(kSlices);
+  EXPECT_TRUE(agent.Stop());
+
+  int status = -1;
+  const std::string out = RunCapture(std::string(ACCEL_BINARY) + " dra slices -o json --config " +
+                                         (dir_ / "agent.yaml").string() + " 2>" + (dir_ / "stderr").string(),
+                                     &status);
+  unsetenv("FAKE_NVML_CONFIG");
+  ASSERT_EQ(status, 0) << out << ReadAll(dir_ / "stderr");
+  const json list = json::parse(out);
+  ASSERT_FALSE(published.empty()) << Logged();
+  EXPECT_EQ(SliceSpecs(list.at("items").get<std::vector<json>>()), SliceSpecs(published));
+
+  // What the equality covers: cliques on every accelerator, MIG counters, and the rail of GPU 0
+  // moved off its switch's NIC (mlx5_0, down) onto another.
+  std::map<std::string, json> devices = Published();
+  ASSERT_EQ(devices.count("gpu-0"), 1u);
+  EXPECT_EQ(devices["gpu-0"]["attributes"]["nvlinkClique"]["int"], 0);
+  EXPECT_TRUE(devices["gpu-4"].contains("consumesCounters"));
+  const int rail0 = Rail(devices["gpu-0"]);
+  ASSERT_GE(rail0, 0);
+  for (const auto& [name, d] : devices)
+    if (name.rfind("nic-", 0) == 0 && Rail(d) == rail0)
+      EXPECT_NE(d["attributes"]["rdmaDevice"]["string"], "mlx5_0") << name;
+}
+
+// The device plugin (NCCL_IB_HCA at Allocate) and the DRA driver (rails) on one agent with an
+// RDMA port down: each GPU's NCCL_IB_HCA is the NIC on its DRA rail. (Before one reader, the
+// device plugin read no port states beside a topology file and gave GPU 0 the down mlx5_0.)
+TEST_F(AgentDra, DevicePluginNcclIbHcaIsTheNicOnTheGpusDraRail) {
+  UseGpus();
+  accel::testing::WriteFakeFile((dir_ / "root").string(), "sys/class/infiniband/mlx5_0/ports/1/state", "1: DOWN\n");
+  fs::create_directories(dir_ / "dp");
+  test_support::FakeDevicePluginKubelet kubelet((dir_ / "dp").string());
+  AgentConfig config = Config();
+  config.device_plugin.enabled = true;
+  config.device_plugin.config.plugin_dir = (dir_ / "dp").string();
+  config.device_plugin.config.nccl.ib_hca = true;
+  Agent agent(Log());
+  agent.Start(config);
+  ASSERT_TRUE(kubelet.WaitForResource(
+      "nvidia.com/gpu", [](const auto& p) { return p.healthy() == 8; }, std::chrono::seconds(60)))
+      << Logged();
+
+  std::map<std::string, json> devices = Published();
+  std::map<int, std::string> hca_of_rail;  // rail → "mlx5_N:port" of its physical NIC
+  for (const auto& [name, d] : devices) {
+    if (name.rfind("nic-", 0) != 0 || Rail(d) < 0) continue;
+    if (d["attributes"].value("sriovVf", json{{"bool", false}})["bool"] == true) continue;
+    hca_of_rail[Rail(d)] = d["attributes"]["rdmaDevice"]["string"].get<std::string>() + ":" +
+                           std::to_string(d["attributes"]["port"]["int"].get<int>());
+  }
+  int checked = 0;
+  for (int i = 0; i < 8; ++i) {
+    const json& gpu = devices["gpu-" + std::to_string(i)];
+    const int rail = Rail(gpu);
+    ASSERT_GE(rail, 0) << i;
+    ASSERT_EQ(hca_of_rail.count(rail), 1u) << i;
+    v1beta1::AllocateResponse response;
+    grpc::Status st = kubelet.Allocate("nvidia.com/gpu", {gpu["attributes"]["uuid"]["string"].get<std::string>()},
+                                       &response);
+    ASSERT_TRUE(st.ok()) << st.error_message();
+    ASSERT_EQ(response.container_responses_size(), 1);
+    const auto& envs = response.container_responses(0).envs();
+    ASSERT_EQ(envs.count("NCCL_IB_HCA"), 1u) << i;
+    EXPECT_EQ(envs.at("NCCL_IB_HCA"), "=" + hca_of_rail[rail]) << "gpu-" << i;
+    EXPECT_NE(envs.at("NCCL_IB_HCA"), "=mlx5_0:1") << "gpu-" << i;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 8);
+  EXPECT_TRUE(agent.Stop());
 }
 
 TEST_F(AgentDra, ALostGpuLeavesThePoolAndIsReportedUnhealthy) {

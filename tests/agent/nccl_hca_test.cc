@@ -1,6 +1,6 @@
-// The agent's map for the device plugin's NCCL_IB_HCA: accel's GPU↔NIC pairing of the node as
-// a GPU address → "mlx5_N:port" map, from a topology file (every port up) or a sysfs root
-// (port states read).
+// The agent's map for the device plugin's NCCL_IB_HCA: accel's GPU↔NIC pairing of the node (the
+// one dra::ReadNodeHardware made) as a GPU address → "mlx5_N:port" map, from a topology file
+// (every port up) or a host root (port states read).
 #include "agent/nccl_hca.h"
 
 #include <gmock/gmock.h>
@@ -9,6 +9,7 @@
 
 #include <filesystem>
 
+#include "dra/node_hardware.h"
 #include "support/fake_sysfs.h"
 #include "topology/sources.h"
 
@@ -30,12 +31,19 @@ const kube::NcclHcaMap kHgxPairs = {
     {"0000:61:00.0", "mlx5_5:1"}, {"0000:9d:00.0", "mlx5_6:1"},  {"0000:c3:00.0", "mlx5_9:1"},
     {"0000:d1:00.0", "mlx5_10:1"}, {"0000:df:00.0", "mlx5_11:1"}};
 
+/// The node of topology `topology` and host root `host_root`, read without devices.
+dra::NodeHardware Node(const std::string& topology, const std::string& host_root = "/") {
+  dra::NodeSource source;
+  source.topology = topology;
+  source.host_root = host_root;
+  return dra::ReadNodeHardware(source, {}, nullptr);
+}
+
 TEST(NcclHcaMap, HgxH100PairsEveryGpuWithTheNicOnItsSwitch) {
-  const topology::HostTopology host = topology::LoadTopology(Fixture("hgx-h100"));
-  std::vector<std::string> notes;
-  EXPECT_EQ(ComputeNcclHcaMap(host, {}, &notes), kHgxPairs);
+  const dra::NodeHardware node = Node(Fixture("hgx-h100"));
+  EXPECT_EQ(NcclHcaMapOf(node.pairing), kHgxPairs);
   // The storage/management NICs are what NCCL must not be given.
-  EXPECT_THAT(notes, Contains(HasSubstr("mlx5_1, mlx5_2, mlx5_7, mlx5_8")));
+  EXPECT_THAT(node.pairing.notes, Contains(HasSubstr("mlx5_1, mlx5_2, mlx5_7, mlx5_8")));
 }
 
 TEST(NcclHcaMap, PairsWithoutNicAreLeftOut) {
@@ -56,30 +64,33 @@ TEST(NcclHcaMap, PairsWithoutNicAreLeftOut) {
 }
 
 TEST(NcclHcaMap, HostWithoutAcceleratorsGivesAnEmptyMap) {
-  const topology::HostTopology host = topology::LoadTopology(Fixture("devbox"));
-  EXPECT_THAT(ComputeNcclHcaMap(host, {}), IsEmpty());
+  EXPECT_THAT(NcclHcaMapOf(Node(Fixture("devbox")).pairing), IsEmpty());
 }
 
 TEST(NcclHcaMap, ForNodeFromATopologyFileCountsEveryPortUp) {
-  const topology::HostTopology host = topology::LoadTopology(Fixture("hgx-h100"));
+  const dra::NodeHardware node = Node(Fixture("hgx-h100"));
   std::vector<std::string> lines;
-  auto map = NcclHcaMapForNode(host, Fixture("hgx-h100"),
-                               [&](const std::string& line) { lines.push_back(line); });
+  auto map = NcclHcaMapForNode(node, [&](const std::string& line) { lines.push_back(line); });
   EXPECT_EQ(map, kHgxPairs);
   EXPECT_THAT(lines, Contains(HasSubstr("8 accelerator(s) paired with a NIC (no RDMA port")));
-  EXPECT_EQ(NcclHcaMapForNode(host, Fixture("hgx-h100"), nullptr), kHgxPairs);  // no log
+  EXPECT_THAT(lines, Contains(HasSubstr("device plugin: pairing: ")));
+  EXPECT_EQ(NcclHcaMapForNode(node, nullptr), kHgxPairs);  // no log
 }
 
-TEST(NcclHcaMap, ForNodeFromASysfsRootSkipsADownPort) {
+// The ports of a sysfs-copy topology, and of a host root beside a topology file (the agent
+// config's dra.hostRoot): the device plugin read none there before, while the DRA driver did.
+TEST(NcclHcaMap, ForNodeWithPortStatesSkipsADownPort) {
   const topology::HostTopology host = topology::LoadTopology(Fixture("hgx-h100"));
   char dir[] = "/tmp/accel-nccl-hca-XXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);
   testing::WriteFakeSysfs(host, dir);
-  EXPECT_EQ(NcclHcaMapForNode(host, std::string("sysfs:") + dir, nullptr), kHgxPairs);
+  EXPECT_EQ(NcclHcaMapForNode(Node(std::string("sysfs:") + dir), nullptr), kHgxPairs);
   // mlx5_0 (beside GPU 0) loses its link: GPU 0 must not be given it.
   testing::WriteFakeFile(dir, "sys/class/infiniband/mlx5_0/ports/1/state", "1: DOWN\n");
+  EXPECT_EQ(NcclHcaMapForNode(Node(std::string("sysfs:") + dir), nullptr),
+            NcclHcaMapForNode(Node(Fixture("hgx-h100"), dir), nullptr));
   std::vector<std::string> lines;
-  auto map = NcclHcaMapForNode(host, std::string("sysfs:") + dir,
+  auto map = NcclHcaMapForNode(Node(Fixture("hgx-h100"), dir),
                                [&](const std::string& line) { lines.push_back(line); });
   EXPECT_NE(map.count("0000:1b:00.0") ? map.at("0000:1b:00.0") : "", "mlx5_0:1");
   for (const auto& [gpu, hca] : map) EXPECT_NE(hca, "mlx5_0:1") << gpu;
