@@ -24,6 +24,7 @@
 namespace {
 
 using namespace accel::cluster;
+using namespace accel::kubelet;
 
 void Check(bool ok) {
   if (!ok) std::abort();

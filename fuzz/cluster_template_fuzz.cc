@@ -28,6 +28,7 @@
 namespace {
 
 using namespace accel::cluster;
+using namespace accel::kubelet;
 using nlohmann::json;
 
 void Check(bool ok) {
