@@ -70,6 +70,7 @@
 
 #include "common/error.h"
 #include "fleet/capacity.h"
+#include "fleet/change_feed.h"
 #include "fleet/claimer.h"
 #include "fleet/fleet_store.h"
 #include "fleet/fleet_view.h"
@@ -963,26 +964,17 @@ struct ClaimerConfig {
   accel::fleet::SchedulePartition partition;
 };
 
-/// One poll of the change feed into `view` (what FleetService::RefreshChanged does): the hosts
-/// written after *mark, with claims only for those whose generation differs from the view's.
-/// Returns the number of hosts whose claims were read.
+/// One poll of the change feed into `view`, as FleetService::RefreshChanged does it
+/// (fleet/change_feed.h). Returns the number of hosts whose claims were read.
 long PollChanges(accel::fleet::FleetStore& store, FleetView& view, int64_t* mark) {
-  accel::fleet::FleetChanges ch = store.ChangedSince(*mark, [&](const HostRecord& r) {
-    const accel::fleet::HostEntry* e = view.Find(r.name);
-    return !e || e->record.generation != r.generation;
+  accel::fleet::ChangeBatch batch = accel::fleet::ReadChanges(store, *mark, [&](const std::string& host) -> int64_t {
+    const accel::fleet::HostEntry* e = view.Find(host);
+    return e ? e->record.generation : -1;
   });
-  for (const std::string& name : ch.removed) view.Remove(name);
-  for (const HostRecord& r : ch.hosts) {
-    auto it = ch.claims.find(r.name);
-    if (it == ch.claims.end()) continue;
-    const accel::fleet::HostEntry* known = view.Find(r.name);
-    if (known && known->record.generation > r.generation) continue;  // own claim applied since
-    std::vector<const Claim*> ptrs;
-    for (const Claim& c : it->second) ptrs.push_back(&c);
-    view.Upsert(accel::fleet::MakeHostEntry(r, store.Topology(r.topology_id), ptrs));
-  }
-  *mark = ch.change;
-  return static_cast<long>(ch.claims.size());
+  *mark = batch.mark;
+  const long reread = static_cast<long>(batch.fresh.size());
+  accel::fleet::ApplyChanges(std::move(batch), &view, view.taken_at());
+  return reread;
 }
 
 [[noreturn]] void ClaimerMain(const ClaimerConfig& cfg, const PlacementRequest& req, SharedState* shared) {

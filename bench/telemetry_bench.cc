@@ -1,7 +1,7 @@
 // telemetry_bench: the two costs the exporter pays on every scrape or pod refresh that unit tests
 // used to bound with a clock (see docs/benchmarks.md, "Scrape copy and pod attribution"):
 //
-//   - serving a published exposition: MetricsServer hands out the last body, so a scrape is a
+//   - serving a published exposition: HttpServer hands out the last body, so a scrape is a
 //     copy (identity) or the one cached compression (gzip) over loopback, httplib client
 //     included. Target: p99 well under 20 ms for a 200 KiB body (the old test's bound).
 //   - AttributePods on a full node: 64 pods (56 on MIG instances in every ID form, 8
@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "kube/pod_resources.h"
-#include "telemetry/http_server.h"
-#include "telemetry/listen_address.h"
+#include "http/server.h"
+#include "http/listen_address.h"
 #include "telemetry/pod_attribution.h"
 #include "telemetry/snapshot.h"
 #include "support/telemetry_workloads.h"
@@ -33,9 +33,9 @@ using accel::telemetry::DeviceState;
 void BM_ScrapeCopy(benchmark::State& state) {
   const bool gzip = state.range(0) != 0;
   auto body = std::make_shared<const std::string>(accel::test_support::SampleExposition(200 * 1024));
-  accel::telemetry::MetricsServer server(
+  accel::http::HttpServer server(
       {}, [body] { return body; }, [] { return true; });
-  server.Start(accel::telemetry::ParseListenAddress("127.0.0.1:0"));
+  server.Start(accel::http::ParseListenAddress("127.0.0.1:0"));
   httplib::Client client("127.0.0.1", server.port());
   client.set_keep_alive(true);
   client.set_decompress(false);

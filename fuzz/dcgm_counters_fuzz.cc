@@ -58,7 +58,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const accel::telemetry::DcgmCounter& c : counters.counters) {
     if (!c.field || c.line < 1) std::abort();
     const char* type = c.is_label ? "label"
-                       : c.type == accel::telemetry::MetricType::kCounter ? "counter"
+                       : c.type == accel::http::MetricType::kCounter ? "counter"
                                                                           : "gauge";
     again += Quoted(c.metric) + "," + type + "," + Quoted(c.help) + "\n";
   }

@@ -9,14 +9,14 @@
 
 #include "common/error.h"
 #include "telemetry/collector.h"
-#include "telemetry/listen_address.h"
+#include "http/listen_address.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string text(reinterpret_cast<const char*>(data), size);
   try {
-    accel::telemetry::ListenAddress a = accel::telemetry::ParseListenAddress(text);
-    accel::telemetry::ListenAddress b =
-        accel::telemetry::ParseListenAddress(accel::telemetry::FormatListenAddress(a));
+    accel::http::ListenAddress a = accel::http::ParseListenAddress(text);
+    accel::http::ListenAddress b =
+        accel::http::ParseListenAddress(accel::http::FormatListenAddress(a));
     if (a.host != b.host || a.port != b.port || a.port < 0 || a.port > 65535) std::abort();
   } catch (const accel::InputError&) {
   }

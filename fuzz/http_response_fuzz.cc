@@ -5,12 +5,12 @@
 #include <string>
 
 #include "common/error.h"
-#include "telemetry/http_client.h"
+#include "http/client.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string raw(reinterpret_cast<const char*>(data), size);
   try {
-    accel::telemetry::ParseHttpResponse(raw, "fuzz input");
+    accel::http::ParseHttpResponse(raw, "fuzz input");
   } catch (const accel::SystemError&) {
   }
   return 0;

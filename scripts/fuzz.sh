@@ -5,7 +5,8 @@
 #   scripts/fuzz.sh 300           # 300 seconds each
 #   scripts/fuzz.sh build         # build only
 #   scripts/fuzz.sh smoke NAME..  # only these targets (e.g. hwloc_xml_fuzz)
-# The build is clang with AddressSanitizer and UBSan (a UB report aborts), -O1, the layers with
+# The build is clang with AddressSanitizer and UBSan (a UB report aborts), -O0 (half the compile
+# time of -O1; the smoke runs are short), the layers with
 # libFuzzer's coverage instrumentation, each layer in unity batches; the accel binary and the
 # tests are not built. A crash, a leak, a timeout (10 s) or any other exception than InputError
 # (which every target catches) fails the run and leaves the input in build-fuzz/.
@@ -21,7 +22,7 @@ case "$mode" in
 esac
 
 CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DACCEL_FUZZ=ON -DACCEL_TESTS=OFF -DACCEL_BENCH=OFF \
-  -DACCEL_STATIC_GRPC=OFF -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -gline-tables-only" \
+  -DACCEL_STATIC_GRPC=OFF -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O0 -gline-tables-only" \
   -DCMAKE_EXE_LINKER_FLAGS=-fuse-ld=lld >/dev/null
 ninja -C build-fuzz fuzz_targets
 if [ "$mode" = build ]; then exit 0; fi

@@ -14,7 +14,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
-LAYERS=(common topology placement fleet devices sharing kube kubeapi dra telemetry agent cli fabric
+LAYERS=(common topology placement fleet devices sharing kube http kubeapi dra telemetry agent cli fabric
   tuning doctor kubelet cluster)
 
 phases=()

@@ -21,9 +21,9 @@
 #include "kube/resources.h"
 #include "telemetry/collector.h"
 #include "telemetry/field_selection.h"
-#include "telemetry/http_server.h"
-#include "telemetry/listen_address.h"
-#include "telemetry/web_config.h"
+#include "http/server.h"
+#include "http/listen_address.h"
+#include "http/web_config.h"
 #include "topology/host_json.h"
 
 namespace accel::agent {
@@ -32,8 +32,8 @@ namespace accel::agent {
 struct Running {
   AgentConfig config;
   /// exporter.listen and exporter.webConfigFile, read once before anything changes on the node.
-  telemetry::ListenAddress address;
-  telemetry::WebConfig web;
+  http::ListenAddress address;
+  http::WebConfig web;
   /// The node (topology, devices, interconnect, RDMA ports, GPU↔NIC pairing), read once: the
   /// device plugin, the labels and the DRA driver all use this one read.
   dra::NodeHardware node;
@@ -42,7 +42,7 @@ struct Running {
   kube::NcclHcaMap nccl_hcas;  ///< the device plugin's NCCL_IB_HCA map (devicePlugin.config nccl.ibHca)
   std::unique_ptr<kube::DeviceHealth> health;
   std::unique_ptr<telemetry::Collector> collector;
-  std::unique_ptr<telemetry::MetricsServer> server;
+  std::unique_ptr<http::HttpServer> server;
   std::unique_ptr<kube::MpsDaemons> mps;
   std::unique_ptr<kube::DevicePluginManager> plugins;
   std::unique_ptr<internal::LabelWriter> label_writer;
@@ -72,8 +72,8 @@ std::unique_ptr<Running> Agent::Impl::Build(const AgentConfig& config) {
     if (!warning.empty()) log(warning);
   }
   if (config.exporter.enabled) {
-    r->address = telemetry::ParseListenAddress(config.exporter.listen);
-    r->web = telemetry::LoadWebConfig(config.exporter.web_config_file);
+    r->address = http::ParseListenAddress(config.exporter.listen);
+    r->web = http::LoadWebConfig(config.exporter.web_config_file);
   }
 
   internal::ApplyMigConfig(config, log);
@@ -145,18 +145,18 @@ std::unique_ptr<Running> Agent::Impl::Build(const AgentConfig& config) {
 void Agent::Impl::StartServing(Running* r) {
   const AgentConfig& config = r->config;
   if (config.exporter.enabled) {
-    const telemetry::ListenAddress& address = r->address;
-    const telemetry::WebConfig& web = r->web;
+    const http::ListenAddress& address = r->address;
+    const http::WebConfig& web = r->web;
     telemetry::Collector* c = r->collector.get();
-    r->server = std::make_unique<telemetry::MetricsServer>(
+    r->server = std::make_unique<http::HttpServer>(
         web, [c] { return c->exposition(); }, [] { return true; });
     // The host as every accel layer sees it, so a node with no accelerator still answers
     // something useful (and fleet tools can read NUMA/PCI facts without ssh).
     r->server->AddPage("/topology", "application/json", topology::ToJson(r->node.host));
     r->server->Start(address);
-    telemetry::ListenAddress bound = address;
+    http::ListenAddress bound = address;
     bound.port = r->server->port();
-    log("exporter: serving /metrics on " + telemetry::FormatListenAddress(bound) +
+    log("exporter: serving /metrics on " + http::FormatListenAddress(bound) +
         (web.tls.enabled ? " (TLS)" : ""));
   }
   const kube::PluginConfig& pc = config.device_plugin.config;

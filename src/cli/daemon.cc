@@ -23,11 +23,10 @@ void TuneAllocatorForALongRunningProcess() {
   mallopt(M_TRIM_THRESHOLD, 256 * 1024);
 }
 
-/// Waits for signals until SIGINT/SIGTERM (returns kExitOk); SIGHUP reloads. A reload that
-/// leaves nothing running returns kExitSystem, so the supervisor (systemd, the kubelet) restarts
-/// accel instead of a process that serves nothing.
-int SignalLoop(const sigset_t& signals, const DaemonSpec& spec, agent::Agent* agent,
-               const agent::Agent::Log& log) {
+}  // namespace
+
+int WaitForSignals(const sigset_t& signals, const std::function<bool()>& on_hangup,
+                   const std::function<void(const std::string&)>& log) {
   for (;;) {
     int sig = 0;
     sigwait(&signals, &sig);
@@ -36,22 +35,9 @@ int SignalLoop(const sigset_t& signals, const DaemonSpec& spec, agent::Agent* ag
       return kExitOk;
     }
     log("SIGHUP, reloading");
-    try {
-      agent->Reload(spec.load());
-      log("reloaded");
-    } catch (const std::exception& e) {
-      if (agent->running()) {
-        log(std::string("reload failed, keeping the previous config: ") + e.what());
-      } else {
-        log(std::string("reload failed and the previous config does not run either: ") +
-            e.what() + "; exiting");
-        return kExitSystem;
-      }
-    }
+    if (!on_hangup()) return kExitSystem;
   }
 }
-
-}  // namespace
 
 sigset_t PrepareDaemonProcess() {
   TuneAllocatorForALongRunningProcess();
@@ -88,7 +74,22 @@ int RunDaemon(const DaemonSpec& spec) {
     spec.once(*agent);
     std::cout.flush();
   } else {
-    exit_code = SignalLoop(signals, spec, agent.get(), log);
+    // A reload that leaves nothing running stops the process (kExitSystem), so the supervisor
+    // (systemd, the kubelet) restarts accel instead of a process that serves nothing.
+    exit_code = WaitForSignals(signals, [&] {
+      try {
+        agent->Reload(spec.load());
+        log("reloaded");
+        return true;
+      } catch (const std::exception& e) {
+        if (agent->running()) {
+          log(std::string("reload failed, keeping the previous config: ") + e.what());
+          return true;
+        }
+        log(std::string("reload failed and the previous config does not run either: ") + e.what() + "; exiting");
+        return false;
+      }
+    }, log);
   }
   if (exit_code != kExitOk) {  // a failed reload may have left a hung vendor call behind
     std::cout.flush();

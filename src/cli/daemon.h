@@ -1,6 +1,7 @@
 // RunDaemon: the one way accel runs its long-running agent — `accel serve` (every part) and
 // `accel exporter` (the exporter part only) — so both handle signals, memory, start-up errors
-// and a hung vendor library alike.
+// and a hung vendor library alike. `accel fleet serve` runs no agent but uses the same process
+// set-up (PrepareDaemonProcess) and signal wait (WaitForSignals).
 #pragma once
 
 #include <signal.h>
@@ -26,6 +27,13 @@ struct DaemonSpec {
 /// after), and tunes glibc's allocator for a long-running process. Returns the blocked set, for
 /// sigwait. Call before starting any thread: `accel fleet serve` uses it too.
 sigset_t PrepareDaemonProcess();
+
+/// Waits in the calling thread for the signals PrepareDaemonProcess blocked: SIGINT or SIGTERM
+/// logs "SIGTERM, stopping" (or SIGINT) and returns kExitOk; SIGHUP logs "SIGHUP, reloading"
+/// and calls `on_hangup`, which returns true to keep serving or false when nothing is left
+/// running (the wait then returns kExitSystem, so the supervisor restarts the process).
+int WaitForSignals(const sigset_t& signals, const std::function<bool()>& on_hangup,
+                   const std::function<void(const std::string&)>& log);
 
 /// Runs the agent described by `spec` until SIGINT/SIGTERM (or `once` returns):
 ///   - tunes glibc's allocator for a long-running process with a few busy threads;

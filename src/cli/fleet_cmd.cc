@@ -34,7 +34,7 @@
 #include "placement/libvirt_domain.h"
 #include "placement/pci_alias.h"
 #include "placement/placement_json.h"
-#include "telemetry/http_client.h"
+#include "http/client.h"
 #include "topology/sources.h"
 
 namespace accel::cli {
@@ -68,10 +68,10 @@ void AddServerFlags(CLI::App* cmd, ServerFlags* f) {
 // system refusing. Returns the parsed JSON body.
 nlohmann::ordered_json CallServer(const ServerFlags& f, const std::string& method, const std::string& path,
                                   const std::string& body = "") {
-  telemetry::HttpCallOptions options;
+  http::HttpCallOptions options;
   options.ca_file = f.ca_file;
   options.insecure = f.insecure;
-  telemetry::HttpResponse r = telemetry::HttpCall(f.url, method, path, body, options);
+  http::HttpResponse r = http::HttpCall(f.url, method, path, body, options);
   nlohmann::ordered_json doc;
   try {
     doc = ParseOrderedJsonText(r.body, f.url + path);

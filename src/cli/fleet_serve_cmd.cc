@@ -15,9 +15,9 @@
 #include "fleet/service.h"
 #include "placement/flavor.h"
 #include "placement/pci_alias.h"
-#include "telemetry/http_server.h"
-#include "telemetry/listen_address.h"
-#include "telemetry/web_config.h"
+#include "http/server.h"
+#include "http/listen_address.h"
+#include "http/web_config.h"
 
 namespace accel::cli {
 
@@ -42,8 +42,8 @@ int Serve(const FleetServeOptions& o) {
   auto log = [](const std::string& line) { std::cerr << "accel fleet serve: " << line << "\n"; };
   fleet::ServiceOptions so;
   std::unique_ptr<fleet::FleetService> service;
-  std::unique_ptr<telemetry::MetricsServer> server;
-  telemetry::ListenAddress address;
+  std::unique_ptr<http::HttpServer> server;
+  http::ListenAddress address;
   try {
     so.store_url = o.store.empty() ? fleet::DefaultStoreUrl() : o.store;
     so.refresh = std::chrono::milliseconds(o.refresh_ms);
@@ -60,16 +60,16 @@ int Serve(const FleetServeOptions& o) {
     for (const std::string& file : o.capacity_flavors)
       for (const placement::Flavor& f : placement::LoadFlavors(file))
         so.capacity_flavors.push_back(placement::BuildRequest(f, aliases, file + " (flavor " + f.name + ")"));
-    address = telemetry::ParseListenAddress(o.listen);
-    telemetry::WebConfig web = telemetry::LoadWebConfig(o.web_config);
+    address = http::ParseListenAddress(o.listen);
+    http::WebConfig web = http::LoadWebConfig(o.web_config);
     service = std::make_unique<fleet::FleetService>(so);
     fleet::FleetService* svc = service.get();
-    server = std::make_unique<telemetry::MetricsServer>(
+    server = std::make_unique<http::HttpServer>(
         std::move(web), [svc] { return std::make_shared<const std::string>(svc->Metrics()); }, [] { return true; });
     server->SetWorkers(o.concurrency);  // a kept-alive client holds a worker: one per connection
-    server->AddHandler("/", [svc](const telemetry::MetricsServer::Request& r) {
+    server->AddHandler("/", [svc](const http::HttpServer::Request& r) {
       fleet::ServiceReply reply = svc->Handle({r.method, r.path, r.query, r.body});
-      return telemetry::MetricsServer::Reply{reply.status, reply.content_type, std::move(reply.body), reply.allow};
+      return http::HttpServer::Reply{reply.status, reply.content_type, std::move(reply.body), reply.allow};
     });
   } catch (const std::exception& e) {
     log(e.what());
@@ -83,22 +83,16 @@ int Serve(const FleetServeOptions& o) {
     return ExitCodeFor(e);
   }
   service->Start();
-  log("serving the fleet of " + so.store_url + " on " + telemetry::FormatListenAddress(address) + " (port " +
+  log("serving the fleet of " + so.store_url + " on " + http::FormatListenAddress(address) + " (port " +
       std::to_string(server->port()) + "): API /api/v1, page /, metrics /metrics" +
       (so.partition.count > 1 ? "; replica " + fleet::FormatPartition(so.partition) + " (prefers its share of the hosts)" : ""));
   if (o.once) {
     std::cout << service->Metrics();
   } else {
-    for (;;) {
-      int sig = 0;
-      sigwait(&signals, &sig);
-      if (sig == SIGHUP) {
-        log(service->RefreshNow() ? "SIGHUP: read the store again" : "SIGHUP: the store cannot be reached");
-        continue;
-      }
-      log(std::string(sig == SIGTERM ? "SIGTERM" : "SIGINT") + ", stopping");
-      break;
-    }
+    WaitForSignals(signals, [&] {
+      log(service->RefreshNow() ? "read the store again" : "the store cannot be reached");
+      return true;
+    }, log);
   }
   server->Stop();
   service->Stop();

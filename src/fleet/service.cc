@@ -6,6 +6,8 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <type_traits>
+#include <utility>
 #include <unordered_map>
 
 #include <nlohmann/json.hpp>
@@ -13,6 +15,7 @@
 #include "common/error.h"
 #include "common/strings.h"
 #include "common/structured_file.h"
+#include "fleet/change_feed.h"
 #include "fleet/fleet_json.h"
 #include "fleet/fleet_page.h"
 #include "fleet/host_policy_file.h"
@@ -20,6 +23,7 @@
 #include "fleet/nova_usage.h"
 #include "fleet/placing.h"
 #include "fleet/scheduler.h"
+#include "http/exposition.h"
 #include "placement/engine.h"
 #include "placement/flavor.h"
 #include "placement/pci_alias.h"
@@ -148,17 +152,6 @@ T Field(const nlohmann::json& doc, const std::string& key, T fallback) {
   }
 }
 
-std::string PromEscape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '"') out += "\\\"";
-    else if (c == '\n') out += "\\n";
-    else out += c;
-  }
-  return out;
-}
-
 }  // namespace
 
 // A fixed set of store connections: a request takes one for its duration.
@@ -240,44 +233,15 @@ void FleetService::RefreshChanged(FleetStore& store) {
   std::lock_guard<std::mutex> polling(changes_mu_);
   // Claims only for hosts whose generation moved (or that are new): a heartbeat, or a row the
   // feed returns again (fleet_store.h), changes the record only.
-  auto wants_claims = [this](const HostRecord& r) {
+  ChangeBatch batch = ReadChanges(store, change_mark_.load(), [this](const std::string& host) -> int64_t {
     std::shared_lock<std::shared_mutex> lock(view_mu_);
-    const HostEntry* e = view_.Find(r.name);
-    return !e || e->record.generation != r.generation;
-  };
-  FleetChanges changes = store.ChangedSince(change_mark_.load(), wants_claims);
-  std::vector<HostEntry> fresh;
-  for (const HostRecord& r : changes.hosts) {
-    auto it = changes.claims.find(r.name);
-    if (it == changes.claims.end()) continue;
-    std::vector<const Claim*> ptrs;
-    for (const Claim& c : it->second) ptrs.push_back(&c);
-    fresh.push_back(MakeHostEntry(r, store.Topology(r.topology_id), ptrs));
-  }
+    const HostEntry* e = view_.Find(host);
+    return e ? e->record.generation : -1;
+  });
+  const int64_t mark = batch.mark;
   std::unique_lock<std::shared_mutex> lock(view_mu_);
-  for (HostEntry& e : fresh) {
-    // Two refreshes may race (the refresher and a request's own): keep the newer host.
-    const HostEntry* known = view_.Find(e.record.name);
-    if (known && known->record.generation > e.record.generation) continue;
-    view_.Upsert(std::move(e));
-  }
-  for (const std::string& name : changes.removed) view_.Remove(name);
-  // Same generation: heartbeats (and stale_after_s from an agent's upsert) only.
-  for (const HostRecord& r : changes.hosts) {
-    if (changes.claims.count(r.name)) continue;
-    const int i = view_.IndexOf(r.name);
-    if (i < 0) continue;
-    const HostRecord& known = view_.hosts()[i].record;
-    if (known.generation != r.generation ||
-        (known.heartbeat_at == r.heartbeat_at && known.stale_after_s == r.stale_after_s))
-      continue;
-    HostEntry e = view_.hosts()[i];
-    e.record.heartbeat_at = r.heartbeat_at;
-    e.record.stale_after_s = r.stale_after_s;
-    view_.Upsert(std::move(e));
-  }
-  change_mark_ = changes.change;
-  view_.set_taken_at(NowUnix());
+  ApplyChanges(std::move(batch), &view_, NowUnix());
+  change_mark_ = mark;
 }
 
 void FleetService::ApplyOwnClaim(const Candidate& c, const std::string& claim_id) {
@@ -565,7 +529,15 @@ ServiceReply FleetService::Page() {
 }
 
 std::string FleetService::Metrics() {
-  std::ostringstream o;
+  using http::MetricType;
+  std::string out;
+  http::ExpositionWriter w(&out);
+  auto one = [&w](std::string_view name, std::string_view help, MetricType type, auto value) {
+    w.BeginFamily(name, help, type);
+    w.StartSample();
+    if constexpr (std::is_floating_point_v<decltype(value)>) w.FinishShortest(value);
+    else w.FinishInt(static_cast<int64_t>(value));
+  };
   std::shared_lock<std::shared_mutex> lock(view_mu_);
   const int64_t now = view_.taken_at();
   std::map<std::string, int> states = {{"enabled", 0}, {"disabled", 0}, {"maintenance", 0}, {"stale", 0}};
@@ -575,59 +547,74 @@ std::string FleetService::Metrics() {
     if (IsStale(e.record, now)) ++states["stale"];
     claims += e.claims.size();
   }
-  o << "# HELP accel_fleet_hosts Hosts in the fleet by state (stale: no agent heartbeat, any state).\n"
-    << "# TYPE accel_fleet_hosts gauge\n";
-  for (const auto& [state, n] : states) o << "accel_fleet_hosts{state=\"" << state << "\"} " << n << "\n";
-  o << "# HELP accel_fleet_claims Live claims in the store, as this replica last saw them.\n"
-    << "# TYPE accel_fleet_claims gauge\naccel_fleet_claims " << claims << "\n";
+  w.BeginFamily("accel_fleet_hosts", "Hosts in the fleet by state (stale: no agent heartbeat, any state).", MetricType::kGauge);
+  for (const auto& [state, n] : states) {
+    w.StartSample();
+    w.AddLabel("state", state);
+    w.FinishInt(n);
+  }
+  one("accel_fleet_claims", "Live claims in the store, as this replica last saw them.", MetricType::kGauge, claims);
   // This replica's share of the hosts (ServiceOptions::partition; all of them without one).
   size_t own_hosts = 0;
   for (const RankRow& row : view_.rows())
     own_hosts += PartitionOf(row.name_hash, options_.partition.count) == options_.partition.index ? 1 : 0;
-  o << "# HELP accel_fleet_partition_hosts Hosts of this replica's partition (--replica INDEX/COUNT; all hosts without one).\n"
-    << "# TYPE accel_fleet_partition_hosts gauge\naccel_fleet_partition_hosts{partition=\""
-    << FormatPartition(options_.partition) << "\"} " << own_hosts << "\n";
-  o << "# HELP accel_fleet_host_accelerators_free GPUs/HPUs no claim holds, per host.\n"
-    << "# TYPE accel_fleet_host_accelerators_free gauge\n";
-  for (const HostEntry& e : view_.hosts())
-    o << "accel_fleet_host_accelerators_free{host=\"" << PromEscape(e.record.name) << "\"} " << e.summary.free_accelerators << "\n";
-  o << "# HELP accel_fleet_host_accelerators_stranded Free GPUs/HPUs no capacity flavor can use, per host.\n"
-    << "# TYPE accel_fleet_host_accelerators_stranded gauge\n";
+  w.BeginFamily("accel_fleet_partition_hosts", "Hosts of this replica's partition (--replica INDEX/COUNT; all hosts without one).", MetricType::kGauge);
+  w.StartSample();
+  w.AddLabel("partition", FormatPartition(options_.partition));
+  w.FinishUint(own_hosts);
+  w.BeginFamily("accel_fleet_host_accelerators_free", "GPUs/HPUs no claim holds, per host.", MetricType::kGauge);
+  for (const HostEntry& e : view_.hosts()) {
+    w.StartSample();
+    w.AddLabel("host", e.record.name);
+    w.FinishInt(e.summary.free_accelerators);
+  }
   std::map<std::string, size_t> stranded;
   for (const StrandedHost& s : capacity_.stranded) stranded[s.host] = s.stranded.size();
-  for (const HostEntry& e : view_.hosts())
-    o << "accel_fleet_host_accelerators_stranded{host=\"" << PromEscape(e.record.name) << "\"} "
-      << (stranded.count(e.record.name) ? stranded[e.record.name] : 0) << "\n";
-  o << "# HELP accel_fleet_capacity_instances More instances of the flavor the fleet takes (fleet capacity).\n"
-    << "# TYPE accel_fleet_capacity_instances gauge\n";
-  for (const FlavorCapacity& f : capacity_.flavors)
-    o << "accel_fleet_capacity_instances{flavor=\"" << PromEscape(f.flavor) << "\"} " << f.count << "\n";
+  w.BeginFamily("accel_fleet_host_accelerators_stranded", "Free GPUs/HPUs no capacity flavor can use, per host.", MetricType::kGauge);
+  for (const HostEntry& e : view_.hosts()) {
+    w.StartSample();
+    w.AddLabel("host", e.record.name);
+    auto it = stranded.find(e.record.name);
+    w.FinishUint(it == stranded.end() ? 0 : it->second);
+  }
+  w.BeginFamily("accel_fleet_capacity_instances", "More instances of the flavor the fleet takes (fleet capacity).", MetricType::kGauge);
+  for (const FlavorCapacity& f : capacity_.flavors) {
+    w.StartSample();
+    w.AddLabel("flavor", f.flavor);
+    w.FinishInt(f.count);
+  }
   lock.unlock();
-  o << "# HELP accel_fleet_placements_total Place requests by result.\n# TYPE accel_fleet_placements_total counter\n"
-    << "accel_fleet_placements_total{result=\"placed\"} " << placed_ << "\n"
-    << "accel_fleet_placements_total{result=\"no_fit\"} " << no_fit_ << "\n"
-    << "accel_fleet_placements_total{result=\"lost_race\"} " << lost_race_ << "\n";
-  o << "# HELP accel_fleet_claim_retries_total Candidates refused by the store (taken by another scheduler) before a claim.\n"
-    << "# TYPE accel_fleet_claim_retries_total counter\naccel_fleet_claim_retries_total " << retries_ << "\n";
-  o << "# HELP accel_fleet_claim_conflicts_total Place requests that met at least one conflict.\n"
-    << "# TYPE accel_fleet_claim_conflicts_total counter\naccel_fleet_claim_conflicts_total " << conflicted_requests_ << "\n";
-  o << "# HELP accel_fleet_partition_fallbacks_total Instances placed outside the request's partition (no fitting host of its own left).\n"
-    << "# TYPE accel_fleet_partition_fallbacks_total counter\naccel_fleet_partition_fallbacks_total " << partition_fallbacks_ << "\n";
+  w.BeginFamily("accel_fleet_placements_total", "Place requests by result.", MetricType::kCounter);
+  for (const auto& [result, n] : {std::pair<const char*, uint64_t>{"placed", placed_}, {"no_fit", no_fit_}, {"lost_race", lost_race_}}) {
+    w.StartSample();
+    w.AddLabel("result", result);
+    w.FinishUint(n);
+  }
+  one("accel_fleet_claim_retries_total", "Candidates refused by the store (taken by another scheduler) before a claim.", MetricType::kCounter, uint64_t(retries_));
+  one("accel_fleet_claim_conflicts_total", "Place requests that met at least one conflict.", MetricType::kCounter, uint64_t(conflicted_requests_));
+  one("accel_fleet_partition_fallbacks_total", "Instances placed outside the request's partition (no fitting host of its own left).", MetricType::kCounter, uint64_t(partition_fallbacks_));
   {
     std::lock_guard<std::mutex> hl(histogram_mu_);
-    o << "# HELP accel_fleet_placement_duration_seconds Time to answer a place request (decide and claim).\n"
-      << "# TYPE accel_fleet_placement_duration_seconds histogram\n";
-    for (size_t b = 0; b < std::size(kLatencyBuckets); ++b)
-      o << "accel_fleet_placement_duration_seconds_bucket{le=\"" << kLatencyBuckets[b] << "\"} " << latency_buckets_[b] << "\n";
-    o << "accel_fleet_placement_duration_seconds_bucket{le=\"+Inf\"} " << latency_count_ << "\n"
-      << "accel_fleet_placement_duration_seconds_sum " << latency_sum_ << "\n"
-      << "accel_fleet_placement_duration_seconds_count " << latency_count_ << "\n";
+    w.BeginFamily("accel_fleet_placement_duration_seconds", "Time to answer a place request (decide and claim).", MetricType::kHistogram);
+    std::string le;
+    for (size_t b = 0; b < std::size(kLatencyBuckets); ++b) {
+      le.clear();
+      http::AppendShortest(&le, kLatencyBuckets[b]);
+      w.StartSample("_bucket");
+      w.AddLabel("le", le);
+      w.FinishUint(latency_buckets_[b]);
+    }
+    w.StartSample("_bucket");
+    w.AddLabel("le", "+Inf");
+    w.FinishUint(latency_count_);
+    w.StartSample("_sum");
+    w.FinishShortest(latency_sum_);
+    w.StartSample("_count");
+    w.FinishUint(latency_count_);
   }
-  o << "# HELP accel_fleet_store_up Whether the last look at the store succeeded.\n"
-    << "# TYPE accel_fleet_store_up gauge\naccel_fleet_store_up " << (store_up_ ? 1 : 0) << "\n";
-  o << "# HELP accel_fleet_view_age_seconds Seconds since this replica last read the store.\n"
-    << "# TYPE accel_fleet_view_age_seconds gauge\naccel_fleet_view_age_seconds " << (NowUnix() - refreshed_at_) << "\n";
-  return o.str();
+  one("accel_fleet_store_up", "Whether the last look at the store succeeded.", MetricType::kGauge, store_up_ ? 1 : 0);
+  one("accel_fleet_view_age_seconds", "Seconds since this replica last read the store.", MetricType::kGauge, NowUnix() - refreshed_at_);
+  return out;
 }
 
 }  // namespace accel::fleet

@@ -9,7 +9,7 @@
 
 #include "common/json_text.h"
 #include "common/strings.h"
-#include "telemetry/http_client.h"
+#include "http/client.h"
 
 namespace accel::kubeapi {
 
@@ -137,7 +137,7 @@ std::string KubeClient::Token(bool force_reread) {
 
 KubeClient::Answer KubeClient::Send(const std::string& method, const std::string& path_and_query,
                                     const std::string& body, const std::string& content_type) {
-  telemetry::HttpCallOptions http;
+  http::HttpCallOptions http;
   http.ca_file = config_.ca_file;
   http.ca_pem = config_.ca_pem;
   http.insecure = config_.insecure;
@@ -161,9 +161,9 @@ KubeClient::Answer KubeClient::Send(const std::string& method, const std::string
                                       [](const auto& h) { return h.first == "Authorization"; }),
                        http.headers.end());
     if (!token.empty()) http.headers.emplace_back("Authorization", "Bearer " + token);
-    std::optional<telemetry::HttpResponse> response;
+    std::optional<http::HttpResponse> response;
     try {
-      response = telemetry::HttpCall(base_url_, method, prefix_ + path_and_query, body, http);
+      response = http::HttpCall(base_url_, method, prefix_ + path_and_query, body, http);
     } catch (const InputError&) {
       throw;
     } catch (const SystemError& e) {

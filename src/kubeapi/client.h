@@ -5,7 +5,7 @@
 // ("/apis/resource.k8s.io/v1/resourceslices/NAME", "/api/v1/nodes/NAME",
 // "/apis/resource.k8s.io/v1/namespaces/NS/resourceclaims/NAME"; ApiPath builds them).
 //
-// Transport is telemetry::HttpCall: one connection per request, TLS per KubeConfig, a bearer
+// Transport is http::HttpCall: one connection per request, TLS per KubeConfig, a bearer
 // token re-read from its file at most every options.token_reread and after a 401 (bound service
 // account tokens rotate). Every request is retried with exponential backoff on 429 (honouring
 // Retry-After), 5xx (except 501) and connection errors, a bounded number of times and total wait.

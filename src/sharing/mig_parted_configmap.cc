@@ -84,8 +84,10 @@ MigPartedDocument FromConfigMap(std::string_view text, const YAML::Node& root,
 MigPartedDocument ParseMigPartedDocument(std::string_view text, const std::string& source,
                                          const std::string& key) {
   std::optional<YAML::Node> root = RootMap(text, source);
-  const YAML::Node kind = root ? (*root)["kind"] : YAML::Node();
-  if (kind) {
+  // Not a mapping, or not YAML at all (a key given twice, say): the mig-parted reader below
+  // says what is wrong with it. (A default YAML::Node is a defined null node, not "no kind".)
+  if (root && (*root)["kind"]) {
+    const YAML::Node kind = (*root)["kind"];
     if (!kind.IsScalar() || kind.Scalar() != "ConfigMap") {
       throw InputError(source + ":" + std::to_string(LineOf(kind, 1)), "kind",
                        "a Kubernetes " + (kind.IsScalar() ? kind.Scalar() : "object") +

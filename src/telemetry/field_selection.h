@@ -16,9 +16,12 @@
 #include <vector>
 
 #include "devices/device.h"
-#include "telemetry/exposition.h"
+#include "http/exposition.h"
 
 namespace accel::telemetry {
+
+// Every metric is written with the exposition writer of the http layer (http/exposition.h).
+using http::MetricType;
 
 struct DcgmField;
 

@@ -87,7 +87,7 @@ void RenderMetrics(const Snapshot& snapshot, const RenderOptions& options, std::
   // scrape thread stops allocating once it has rendered its largest snapshot.
   thread_local internal::Scratch scratch;
   out->clear();
-  ExpositionWriter writer(out);
+  http::ExpositionWriter writer(out);
   if (options.dcgm) internal::RenderDcgm(snapshot, options, &scratch, &writer);
   if (options.amd) internal::RenderAmd(snapshot, options, &scratch, &writer);
   if (options.gaudi) internal::RenderGaudi(snapshot, &scratch, &writer);

@@ -14,11 +14,17 @@
 #include <utility>
 #include <vector>
 
-#include "telemetry/exposition.h"
+#include "http/exposition.h"
 #include "telemetry/render.h"
 #include "telemetry/snapshot.h"
 
 namespace accel::telemetry::internal {
+
+using http::AppendEscapedHelp;
+using http::AppendFixed6;
+using http::AppendLabel;
+using http::AppendShortest;
+using http::ExpositionWriter;
 
 /// A grow-only pool of T whose items survive Reset() with their capacity, so steady-state
 /// renders allocate nothing. Items live in a deque: pointers to them stay valid while it grows.

@@ -91,7 +91,7 @@ TEST_F(DuplicateKeysCli, KubeconfigOfTheDraDriver) {
             "  hostRoot: " + Path("root") + "\n");
   RunResult r = RunShellCapture(FakeNvml() + "timeout 120 " + ACCEL_BINARY + " serve --once --config " + config +
                                 " --nvml-library " + ACCEL_FAKE_NVML + " 2>&1");
-  ExpectRefused(r, kubeconfig, "4:39", "users[0].user.token", "both on line 4, columns 30 and 39");
+  ExpectRefused(r, kubeconfig, "4:36", "users[0].user.token", "both on line 4, columns 26 and 36");
 }
 
 TEST_F(DuplicateKeysCli, MigPartedConfig) {
@@ -105,7 +105,7 @@ TEST_F(DuplicateKeysCli, MigPartedConfig) {
             "      mig-devices:\n"
             "        \"1g.10gb\": 7\n"
             "        \"1g.10gb\": 3\n");
-  ExpectRefused(RunAccel("mig validate " + file), file, "8:9", "mig-configs.all-1g.10gb[0].mig-devices.\"1g.10gb\"",
+  ExpectRefused(RunAccel("mig validate " + file), file, "8:9", "mig-configs.\"all-1g.10gb\"[0].mig-devices.\"1g.10gb\"",
                 "lines 7 and 8");
 }
 

@@ -32,7 +32,7 @@
 #include "support/fleet_service.h"
 #include "support/postgres_server.h"
 #include "support/shared_fixture.h"
-#include "telemetry/test_pki.h"
+#include "support/test_pki.h"
 
 namespace accel::cli {
 namespace fleet_serve_test {
@@ -600,7 +600,7 @@ TEST_F(FleetServeCli, MetricsPassPromtoolAndHoldCapacityFreeStrandedClaimsLatenc
 
 TEST_F(FleetServeCli, TlsAndBasicAuthFromTheExportersWebConfigFile) {
   AddFleet(store_, dir_);
-  telemetry::testing::TestPki pki;
+  test_support::TestPki pki;
   const std::string hash = Bcrypt("s3cret");
   ASSERT_FALSE(hash.empty());
   WriteFile(dir_ / "web.yml", "tls_server_config:\n  cert_file: " + pki.server().cert_path + "\n  key_file: " +

@@ -25,11 +25,14 @@ class ServeCli : public ::testing::Test {
   std::string Agent(const std::string& extra = "") {
     std::filesystem::create_directories(dir_ / "features.d");
     std::string path = (dir_ / "agent.yaml").string();
-    std::ofstream(path) << "vendors: [nvidia]\n"
-                        << "topology: " << Src("fixtures/hosts/hgx-h100.json") << "\n"
-                        << "exporter: {listen: '127.0.0.1:0', collectInterval: 200ms}\n"
-                        << "labels: {file: " << (dir_ / "features.d/accel").string() << "}\n"
-                        << extra;
+    // `extra` replaces a base line of the same top-level key: agent.yaml refuses a key given twice.
+    const std::string base[] = {"vendors: [nvidia]\n", "topology: " + Src("fixtures/hosts/hgx-h100.json") + "\n",
+                                "exporter: {listen: '127.0.0.1:0', collectInterval: 200ms}\n",
+                                "labels: {file: " + (dir_ / "features.d/accel").string() + "}\n"};
+    std::ofstream out(path);
+    for (const std::string& line : base)
+      if (extra.rfind(line.substr(0, line.find(':') + 1), 0) != 0) out << line;
+    out << extra;
     return path;
   }
   static std::string Env() {

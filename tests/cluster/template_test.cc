@@ -277,9 +277,7 @@ TEST(ClusterTemplate, StructureErrors) {
   EXPECT_EQ(dup.field(), "spec.nodeGroups[0].count") << dup.what();
   EXPECT_NE(dup.problem().find("(lines "), std::string::npos) << dup.what();
   // So are several documents, which yaml-cpp alone would drop.
-  EXPECT_NE(ErrorOf(kBase + "---
-apiVersion: x
-").problem().find("more than one YAML document"), std::string::npos);
+  EXPECT_NE(ErrorOf(kBase + "---\napiVersion: x\n").problem().find("more than one YAML document"), std::string::npos);
 }
 
 TEST(ClusterTemplate, GroupErrors) {

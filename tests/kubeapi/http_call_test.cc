@@ -1,4 +1,4 @@
-// What KubeClient needs from telemetry::HttpCall beyond the fleet client's use: chunked answers
+// What KubeClient needs from http::HttpCall beyond the fleet client's use: chunked answers
 // (Go's HTTP/1.1 server chunks long ones), response headers (Retry-After), TLS with a CA given
 // in memory and a client certificate (kubeconfig *-data fields), against accel's own TLS server.
 #include <gtest/gtest.h>
@@ -10,17 +10,17 @@
 
 #include "common/error.h"
 #include "kubeapi/client.h"
-#include "telemetry/http_client.h"
-#include "telemetry/http_server.h"
-#include "telemetry/listen_address.h"
-#include "telemetry/test_pki.h"
-#include "telemetry/web_config.h"
+#include "http/client.h"
+#include "http/server.h"
+#include "http/listen_address.h"
+#include "support/test_pki.h"
+#include "http/web_config.h"
 
 namespace accel::kubeapi {
 namespace http_call_test {
 
-using telemetry::HttpResponse;
-using telemetry::ParseHttpResponse;
+using http::HttpResponse;
+using http::ParseHttpResponse;
 
 TEST(ParseHttpResponseTest, DechunksAndKeepsHeaders) {
   const HttpResponse r = ParseHttpResponse(
@@ -58,27 +58,27 @@ std::string Base64(const std::string& in) {
 }
 
 // An https API server that demands a client certificate signed by the test CA: accel's own
-// MetricsServer with a handler answering JSON, so the TLS code on both ends is exercised.
+// HttpServer with a handler answering JSON, so the TLS code on both ends is exercised.
 class TlsApiServer {
  public:
-  explicit TlsApiServer(const telemetry::testing::TestPki& pki)
-      : server_(telemetry::ParseWebConfig("tls_server_config:\n  cert_file: " + pki.server().cert_path +
+  explicit TlsApiServer(const test_support::TestPki& pki)
+      : server_(http::ParseWebConfig("tls_server_config:\n  cert_file: " + pki.server().cert_path +
                                               "\n  key_file: " + pki.server().key_path +
                                               "\n  client_ca_file: " + pki.ca().cert_path +
                                               "\n  client_auth_type: RequireAndVerifyClientCert\n",
                                           "web.yml"),
                 nullptr, [] { return true; }) {
-    server_.AddHandler("/api", [](const telemetry::MetricsServer::Request& r) {
-      telemetry::MetricsServer::Reply reply;
+    server_.AddHandler("/api", [](const http::HttpServer::Request& r) {
+      http::HttpServer::Reply reply;
       reply.body = nlohmann::json{{"kind", "Node"}, {"metadata", {{"name", "n1"}}}, {"path", r.path}}.dump();
       return reply;
     });
-    server_.Start(telemetry::ParseListenAddress("127.0.0.1:0"));
+    server_.Start(http::ParseListenAddress("127.0.0.1:0"));
   }
   std::string url() const { return "https://127.0.0.1:" + std::to_string(server_.port()); }
 
  private:
-  telemetry::MetricsServer server_;
+  http::HttpServer server_;
 };
 
 KubeClientOptions Once() {
@@ -89,7 +89,7 @@ KubeClientOptions Once() {
 }
 
 TEST(KubeClientTlsTest, KubeconfigWithCaDataAndClientCertificate) {
-  telemetry::testing::TestPki pki;
+  test_support::TestPki pki;
   TlsApiServer server(pki);
   // Certificate files relative to the kubeconfig, the CA inline.
   std::filesystem::copy_file(pki.client().cert_path, pki.dir() + "/me.crt");

@@ -14,7 +14,7 @@
 
 #include "common/error.h"
 #include "support/shared_fixture.h"
-#include "telemetry/exposition.h"
+#include "http/exposition.h"
 #include "telemetry/render_fixture.h"
 
 namespace accel::telemetry {
@@ -67,8 +67,8 @@ const char kGpu0[] =
 // ---- The text format ------------------------------------------------------------------------
 
 TEST(Exposition, NumbersLikeGo) {
-  auto fixed = [](double v) { std::string s; AppendFixed6(&s, v); return s; };
-  auto shortest = [](double v) { std::string s; AppendShortest(&s, v); return s; };
+  auto fixed = [](double v) { std::string s; http::AppendFixed6(&s, v); return s; };
+  auto shortest = [](double v) { std::string s; http::AppendShortest(&s, v); return s; };
   EXPECT_EQ(fixed(71.234), "71.234000");
   EXPECT_EQ(fixed(0), "0.000000");
   EXPECT_EQ(fixed(245.12), "245.120000");
@@ -88,19 +88,19 @@ TEST(Exposition, NumbersLikeGo) {
 
 TEST(Exposition, EscapesLabelValuesAndHelp) {
   std::string chunk;
-  AppendLabel(&chunk, "a", "x\"y\\z\nw");
-  AppendLabel(&chunk, "b", "");
+  http::AppendLabel(&chunk, "a", "x\"y\\z\nw");
+  http::AppendLabel(&chunk, "b", "");
   EXPECT_EQ(chunk, R"(a="x\"y\\z\nw",b="")");
   std::string help;
-  AppendEscapedHelp(&help, "quote \" stays, \\ and\nnewline do not");
+  http::AppendEscapedHelp(&help, "quote \" stays, \\ and\nnewline do not");
   EXPECT_EQ(help, R"(quote " stays, \\ and\nnewline do not)");
 }
 
 TEST(Exposition, EmptyFamiliesLeaveNoTrace) {
   std::string out;
-  ExpositionWriter w(&out);
-  w.BeginFamily("empty_one", "nothing here", MetricType::kGauge);
-  w.BeginFamily("x_total", "some\\thing", MetricType::kCounter);
+  http::ExpositionWriter w(&out);
+  w.BeginFamily("empty_one", "nothing here", http::MetricType::kGauge);
+  w.BeginFamily("x_total", "some\\thing", http::MetricType::kCounter);
   w.StartSample();
   w.FinishUint(7);
   w.StartSample();

@@ -151,7 +151,8 @@ TEST(HostJsonErrors, SyntaxAndTopLevel) {
       HostFromJson(text, "bad.json");
       ADD_FAILURE() << "accepted: " << text;
     } catch (const InputError& e) {
-      EXPECT_EQ(e.where(), "bad.json");
+      // The file, and the line:column where the JSON went wrong when it is not JSON at all.
+      EXPECT_THAT(e.where(), ::testing::StartsWith("bad.json"));
       EXPECT_THAT(e.what(), HasSubstr("bad.json"));
     }
   }
@@ -197,7 +198,7 @@ TEST(HostJsonErrors, NumaNodes) {
   ExpectError([](Json& d) { d["numa_nodes"][0]["hugepages"][1]["size_kib"] = 4; }, "",
               "ascending by size");
   ExpectError([](Json& d) { d["numa_nodes"][0]["hugepages"][0]["count"] = 1; },
-              "numa_nodes[0].hugepages[0].count", "not a known key");
+              "numa_nodes[0].hugepages[0].count", "unknown key");
   ExpectError([](Json& d) { d["numa_nodes"][1]["distances"] = Json::array({21}); }, "",
               "has 1 entries but the host has 2 nodes");
   ExpectError([](Json& d) { d["numa_nodes"][1]["distances"][0] = "21"; },

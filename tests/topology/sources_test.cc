@@ -83,7 +83,7 @@ TEST_F(TempFiles, ErrorsNameTheFile) {
   std::string yaml = Write("host.yaml", "hostname: x\n");
   EXPECT_THAT(ErrorOf(yaml), HasSubstr(yaml + ": is neither JSON nor hwloc XML"));
   std::string bad_json = Write("bad.json", "{\"schema\": ");
-  EXPECT_THAT(ErrorOf(bad_json), HasSubstr(bad_json + ":1:11: is not valid JSON"));
+  EXPECT_THAT(ErrorOf(bad_json), HasSubstr(bad_json + ":1:12: is not valid JSON"));
   std::string bad_xml = Write("bad.xml", "<topology version=\"2.0\"><object");
   EXPECT_THAT(ErrorOf(bad_xml), HasSubstr(bad_xml + ": is not an hwloc XML topology"));
 }

@@ -1,10 +1,10 @@
-#include "telemetry/listen_address.h"
+#include "http/listen_address.h"
 
 #include <gtest/gtest.h>
 
 #include "common/error.h"
 
-namespace accel::telemetry {
+namespace accel::http {
 namespace listen_address_test {
 
 TEST(ListenAddress, AcceptsGoStyleAddresses) {
@@ -43,4 +43,4 @@ TEST(ListenAddress, RefusesEverythingElse) {
 }
 
 }  // namespace
-}  // namespace accel::telemetry
+}  // namespace accel::http

@@ -1,9 +1,9 @@
-#include "telemetry/http_request.h"
+#include "http/request.h"
 #include "common/strings.h"
 
 #include <charconv>
 
-namespace accel::telemetry {
+namespace accel::http {
 namespace {
 
 char Lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
@@ -258,4 +258,4 @@ bool AcceptsGzip(std::string_view header) {
   }
 }
 
-}  // namespace accel::telemetry
+}  // namespace accel::http

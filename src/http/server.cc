@@ -1,4 +1,4 @@
-#include "telemetry/http_server.h"
+#include "http/server.h"
 
 #include <netdb.h>
 #include <openssl/err.h>
@@ -27,12 +27,12 @@
 #include <vector>
 
 #include "common/error.h"
-#include "telemetry/basic_auth.h"
-#include "telemetry/http_request.h"
-#include "telemetry/http_stream.h"
-#include "telemetry/tls_context.h"
+#include "http/basic_auth.h"
+#include "http/request.h"
+#include "http/stream.h"
+#include "http/tls_context.h"
 
-namespace accel::telemetry {
+namespace accel::http {
 
 // A scrape is a buffer write and a node has one or two Prometheus servers scraping it, so a few
 // threads serve it and keep RSS down (SetWorkers raises it for an API server).
@@ -190,7 +190,7 @@ int BoundPort(int fd) {
 
 }  // namespace
 
-struct MetricsServer::Impl {
+struct HttpServer::Impl {
   Impl(WebConfig c, BodySource b, HealthSource h)
       : config(std::move(c)), body(std::move(b)), health(std::move(h)),
         auth(config.basic_auth_users) {
@@ -258,7 +258,7 @@ struct MetricsServer::Impl {
   std::atomic<uint64_t> gzip_compressions{0};
 };
 
-SSL_CTX* MetricsServer::Impl::MakeTlsContext() const {
+SSL_CTX* HttpServer::Impl::MakeTlsContext() const {
   SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
   if (ctx == nullptr) {
     ERR_clear_error();
@@ -272,7 +272,7 @@ SSL_CTX* MetricsServer::Impl::MakeTlsContext() const {
   return ctx;
 }
 
-void MetricsServer::Impl::AcceptLoop() {
+void HttpServer::Impl::AcceptLoop() {
   pollfd fds[2] = {{listen_fd, POLLIN, 0}, {stop_fd, POLLIN, 0}};
   for (;;) {
     if (poll(fds, 2, -1) < 0 && errno != EINTR) break;
@@ -298,7 +298,7 @@ void MetricsServer::Impl::AcceptLoop() {
   queue_cv.notify_all();
 }
 
-bool MetricsServer::Impl::Enqueue(int fd) {
+bool HttpServer::Impl::Enqueue(int fd) {
   std::lock_guard<std::mutex> lock(queue_mu);
   if (queue_size == kMaxQueued) return false;
   queue[(queue_front + queue_size) % kMaxQueued] = fd;
@@ -307,7 +307,7 @@ bool MetricsServer::Impl::Enqueue(int fd) {
   return true;
 }
 
-void MetricsServer::Impl::WorkLoop() {
+void HttpServer::Impl::WorkLoop() {
   auto buffers = std::make_unique<WorkerBuffers>();
   buffers->head.reserve(1024);
   for (;;) {
@@ -325,7 +325,7 @@ void MetricsServer::Impl::WorkLoop() {
 }
 
 // Serves requests on one connection until it closes, idles out, or the server stops.
-void MetricsServer::Impl::Serve(int fd, WorkerBuffers& buffers) {
+void HttpServer::Impl::Serve(int fd, WorkerBuffers& buffers) {
   HttpStream stream(fd, stop_fd);
   Clock::time_point deadline = Clock::now() + kRequestTimeout;
   if (tls != nullptr && !stream.AcceptTls(tls, deadline)) return;
@@ -385,7 +385,7 @@ void MetricsServer::Impl::Serve(int fd, WorkerBuffers& buffers) {
 
 // Drops the request head and `body_size` body bytes from the front of `in`, reading what has not
 // arrived yet; pipelined bytes after the body stay. Returns false when the connection ended.
-bool MetricsServer::Impl::SkipBody(HttpStream& stream, WorkerBuffers& buffers, size_t* have,
+bool HttpServer::Impl::SkipBody(HttpStream& stream, WorkerBuffers& buffers, size_t* have,
                                    size_t head_size, uint64_t body_size,
                                    Clock::time_point deadline) {
   char* in = buffers.in.data();
@@ -401,7 +401,7 @@ bool MetricsServer::Impl::SkipBody(HttpStream& stream, WorkerBuffers& buffers, s
 }
 
 // Like SkipBody, but keeps the body's bytes in *body.
-bool MetricsServer::Impl::ReadBody(HttpStream& stream, WorkerBuffers& buffers, size_t* have,
+bool HttpServer::Impl::ReadBody(HttpStream& stream, WorkerBuffers& buffers, size_t* have,
                                    size_t head_size, uint64_t body_size, Clock::time_point deadline,
                                    std::string* body) {
   char* in = buffers.in.data();
@@ -425,7 +425,7 @@ bool MetricsServer::Impl::ReadBody(HttpStream& stream, WorkerBuffers& buffers, s
   return true;
 }
 
-const MetricsServer::Handler* MetricsServer::Impl::HandlerFor(std::string_view path) const {
+const HttpServer::Handler* HttpServer::Impl::HandlerFor(std::string_view path) const {
   if (path == "/metrics" || path == "/health") return nullptr;
   const Handler* best = nullptr;
   size_t best_length = 0;
@@ -457,7 +457,7 @@ const char* StaticAllow(const std::string& allow) {
   return "Allow: GET, HEAD, POST, DELETE";
 }
 
-Response MetricsServer::Impl::Handle(const RequestHead& request, const Handler& handler, std::string body) {
+Response HttpServer::Impl::Handle(const RequestHead& request, const Handler& handler, std::string body) {
   try {
     if (!Authorized(request)) {
       Response r = Text(401, "Unauthorized\n");
@@ -483,7 +483,7 @@ Response MetricsServer::Impl::Handle(const RequestHead& request, const Handler& 
   }
 }
 
-Response MetricsServer::Impl::Route(const RequestHead& request) {
+Response HttpServer::Impl::Route(const RequestHead& request) {
   try {
     const bool readonly = request.method == "GET" || request.method == "HEAD";
     if (!Authorized(request)) {
@@ -517,7 +517,7 @@ Response MetricsServer::Impl::Route(const RequestHead& request) {
   }
 }
 
-Response MetricsServer::Impl::ServeMetrics(const RequestHead& request) {
+Response HttpServer::Impl::ServeMetrics(const RequestHead& request) {
   Response r;
   r.content_type = kMetricsType;
   r.vary = true;
@@ -532,7 +532,7 @@ Response MetricsServer::Impl::ServeMetrics(const RequestHead& request) {
   return r;
 }
 
-std::shared_ptr<const std::string> MetricsServer::Impl::Gzipped(
+std::shared_ptr<const std::string> HttpServer::Impl::Gzipped(
     const std::shared_ptr<const std::string>& text) {
   std::lock_guard<std::mutex> lock(gzip_mu);
   if (text != gzip_source) {
@@ -544,7 +544,7 @@ std::shared_ptr<const std::string> MetricsServer::Impl::Gzipped(
 }
 
 // Writes the status line, headers and (unless `head_only`) body in one gathered write.
-bool MetricsServer::Impl::Send(HttpStream& stream, WorkerBuffers& buffers,
+bool HttpServer::Impl::Send(HttpStream& stream, WorkerBuffers& buffers,
                                const Response& response, bool head_only, int connection) {
   std::string& out = buffers.head;
   out.clear();
@@ -574,35 +574,35 @@ bool MetricsServer::Impl::Send(HttpStream& stream, WorkerBuffers& buffers,
   return stream.Write(iov, 2, kWriteStall);
 }
 
-MetricsServer::MetricsServer(WebConfig config, BodySource body, HealthSource health)
+HttpServer::HttpServer(WebConfig config, BodySource body, HealthSource health)
     : impl_(std::make_unique<Impl>(std::move(config), std::move(body), std::move(health))) {}
 
-MetricsServer::~MetricsServer() { Stop(); }
+HttpServer::~HttpServer() { Stop(); }
 
-void MetricsServer::AddPage(const std::string& path, const std::string& content_type,
+void HttpServer::AddPage(const std::string& path, const std::string& content_type,
                             std::string body) {
   std::lock_guard<std::mutex> lock(impl_->lifecycle_mu);
-  if (impl_->running) throw std::logic_error("MetricsServer::AddPage after Start");
+  if (impl_->running) throw std::logic_error("HttpServer::AddPage after Start");
   impl_->pages[path] = {content_type, std::make_shared<const std::string>(std::move(body))};
 }
 
-void MetricsServer::AddHandler(const std::string& prefix, Handler handler) {
+void HttpServer::AddHandler(const std::string& prefix, Handler handler) {
   std::lock_guard<std::mutex> lock(impl_->lifecycle_mu);
-  if (impl_->running) throw std::logic_error("MetricsServer::AddHandler after Start");
+  if (impl_->running) throw std::logic_error("HttpServer::AddHandler after Start");
   impl_->handlers[prefix] = std::move(handler);
 }
 
-void MetricsServer::SetWorkers(int workers) {
+void HttpServer::SetWorkers(int workers) {
   std::lock_guard<std::mutex> lock(impl_->lifecycle_mu);
-  if (impl_->running) throw std::logic_error("MetricsServer::SetWorkers after Start");
-  if (workers < 1) throw std::logic_error("MetricsServer::SetWorkers: needs at least one worker");
+  if (impl_->running) throw std::logic_error("HttpServer::SetWorkers after Start");
+  if (workers < 1) throw std::logic_error("HttpServer::SetWorkers: needs at least one worker");
   impl_->worker_count = static_cast<size_t>(workers);
 }
 
-void MetricsServer::Start(const ListenAddress& address) {
+void HttpServer::Start(const ListenAddress& address) {
   Impl& s = *impl_;
   std::lock_guard<std::mutex> lock(s.lifecycle_mu);
-  if (s.running) throw std::logic_error("MetricsServer::Start: already started");
+  if (s.running) throw std::logic_error("HttpServer::Start: already started");
   // OpenSSL is touched only here and only for TLS: a plain exporter never initialises it.
   SSL_CTX* tls = s.config.tls.enabled ? s.MakeTlsContext() : nullptr;
 
@@ -638,7 +638,7 @@ void MetricsServer::Start(const ListenAddress& address) {
   s.running = true;
 }
 
-void MetricsServer::Stop() {
+void HttpServer::Stop() {
   Impl& s = *impl_;
   std::lock_guard<std::mutex> lock(s.lifecycle_mu);
   if (!s.running) return;
@@ -658,8 +658,8 @@ void MetricsServer::Stop() {
   s.running = false;
 }
 
-int MetricsServer::port() const { return impl_->port; }
+int HttpServer::port() const { return impl_->port; }
 
-uint64_t MetricsServer::gzip_compressions() const { return impl_->gzip_compressions; }
+uint64_t HttpServer::gzip_compressions() const { return impl_->gzip_compressions; }
 
-}  // namespace accel::telemetry
+}  // namespace accel::http

@@ -1,4 +1,4 @@
-#include "telemetry/http_client.h"
+#include "http/client.h"
 
 #include <netdb.h>
 #include <openssl/err.h>
@@ -23,7 +23,7 @@
 #include "common/error.h"
 #include "common/strings.h"
 
-namespace accel::telemetry {
+namespace accel::http {
 
 namespace {
 
@@ -335,4 +335,4 @@ HttpResponse ParseHttpResponse(const std::string& raw, const std::string& from) 
   return r;
 }
 
-}  // namespace accel::telemetry
+}  // namespace accel::http

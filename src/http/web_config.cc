@@ -1,4 +1,4 @@
-#include "telemetry/web_config.h"
+#include "http/web_config.h"
 
 #include <openssl/ssl.h>
 
@@ -12,9 +12,9 @@
 #include "common/error.h"
 #include "common/json_reader.h"
 #include "common/structured_file.h"
-#include "telemetry/tls_context.h"
+#include "http/tls_context.h"
 
-namespace accel::telemetry {
+namespace accel::http {
 namespace {
 
 using nlohmann::json;
@@ -308,4 +308,4 @@ WebConfig LoadWebConfig(const std::string& path) {
   return ParseWebConfig(text, path, std::filesystem::path(path).parent_path().string());
 }
 
-}  // namespace accel::telemetry
+}  // namespace accel::http

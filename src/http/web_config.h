@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace accel::telemetry {
+namespace accel::http {
 
 /// Client certificate policy (Go crypto/tls ClientAuthType names).
 enum class ClientAuth {
@@ -73,4 +73,4 @@ WebConfig LoadWebConfig(const std::string& path);
 WebConfig ParseWebConfig(const std::string& yaml_text, const std::string& where,
                          const std::string& base_dir = "");
 
-}  // namespace accel::telemetry
+}  // namespace accel::http

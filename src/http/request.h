@@ -1,5 +1,5 @@
 // HTTP/1.x request heads (RFC 9112 section 2-3, 5), parsed without allocating: the request line
-// and the few header fields MetricsServer acts on, as views into the caller's buffer.
+// and the few header fields HttpServer acts on, as views into the caller's buffer.
 //
 // Strict where leniency is a smuggling risk (obs-fold, whitespace before a colon, bare CR,
 // conflicting Content-Length, control bytes) and lenient where RFC 9112 allows it (a bare LF
@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <string_view>
 
-namespace accel::telemetry {
+namespace accel::http {
 
 /// A parsed request head. Every view points into the text given to ParseRequestHead, except a
 /// `path` of "/" for an absolute-form target without a path.
@@ -68,4 +68,4 @@ const char* HeadErrorText(HeadError error);
 /// q parameter or with a non-zero one.
 bool AcceptsGzip(std::string_view accept_encoding);
 
-}  // namespace accel::telemetry
+}  // namespace accel::http

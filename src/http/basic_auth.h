@@ -18,7 +18,7 @@
 
 struct crypt_data;
 
-namespace accel::telemetry {
+namespace accel::http {
 
 class BasicAuthenticator {
  public:
@@ -61,4 +61,4 @@ class BasicAuthenticator {
   std::atomic<uint64_t> bcrypt_runs_{0};
 };
 
-}  // namespace accel::telemetry
+}  // namespace accel::http

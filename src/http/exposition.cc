@@ -1,9 +1,9 @@
-#include "telemetry/exposition.h"
+#include "http/exposition.h"
 
 #include <charconv>
 #include <cmath>
 
-namespace accel::telemetry {
+namespace accel::http {
 namespace {
 
 // Writes NaN / +Inf / -Inf in the spelling Prometheus and Go both use; false for finite values.
@@ -99,7 +99,9 @@ void ExpositionWriter::BeginFamily(std::string_view name, std::string_view help,
   header_pending_ = true;
 }
 
-void ExpositionWriter::StartSample() {
+void ExpositionWriter::StartSample() { StartSample(std::string_view()); }
+
+void ExpositionWriter::StartSample(std::string_view suffix) {
   if (header_pending_) {
     out_->append("# HELP ");
     out_->append(name_);
@@ -107,10 +109,13 @@ void ExpositionWriter::StartSample() {
     AppendEscapedHelp(out_, help_);
     out_->append("\n# TYPE ");
     out_->append(name_);
-    out_->append(type_ == MetricType::kCounter ? " counter\n" : " gauge\n");
+    out_->append(type_ == MetricType::kCounter     ? " counter\n"
+                 : type_ == MetricType::kHistogram ? " histogram\n"
+                                                   : " gauge\n");
     header_pending_ = false;
   }
   out_->append(name_);
+  out_->append(suffix);
   has_labels_ = false;
 }
 
@@ -159,4 +164,4 @@ void ExpositionWriter::FinishShortest(double v) {
   out_->push_back('\n');
 }
 
-}  // namespace accel::telemetry
+}  // namespace accel::http

@@ -1,4 +1,4 @@
-#include "telemetry/basic_auth.h"
+#include "http/basic_auth.h"
 
 #include <crypt.h>
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-namespace accel::telemetry {
+namespace accel::http {
 namespace basic_auth_test {
 
 // A bcrypt hash of `password` at cost 5 (fast enough for tests).
@@ -105,4 +105,4 @@ TEST(BasicAuth, IsThreadSafe) {
 }
 
 }  // namespace
-}  // namespace accel::telemetry
+}  // namespace accel::http

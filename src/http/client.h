@@ -3,7 +3,7 @@
 // the server against the system CAs or a given CA file or PEM text, optionally presenting a
 // client certificate) for https:// URLs, basic auth from the URL's user:password and extra
 // request headers (a bearer token). One request per connection (Connection: close). The
-// counterpart of MetricsServer, kept as small.
+// counterpart of HttpServer, kept as small.
 //
 // Stateless; safe from any thread.
 #pragma once
@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-namespace accel::telemetry {
+namespace accel::http {
 
 struct HttpCallOptions {
   std::string ca_file;  ///< PEM CA bundle for https; "" = the system's CAs (or ca_pem)
@@ -60,4 +60,4 @@ HttpResponse HttpCall(const std::string& base_url, const std::string& method, co
 /// when `raw` is not an HTTP answer or its chunking is malformed.
 HttpResponse ParseHttpResponse(const std::string& raw, const std::string& from);
 
-}  // namespace accel::telemetry
+}  // namespace accel::http

@@ -1,4 +1,4 @@
-#include "telemetry/basic_auth.h"
+#include "http/basic_auth.h"
 
 #include <crypt.h>
 #include <openssl/crypto.h>
@@ -9,7 +9,7 @@
 
 #include "common/base64.h"
 
-namespace accel::telemetry {
+namespace accel::http {
 namespace {
 
 bool StartsWithBasic(std::string_view s) {
@@ -91,4 +91,4 @@ bool BasicAuthenticator::Bcrypt(const std::string& password, const std::string& 
   return match && !has_nul;
 }
 
-}  // namespace accel::telemetry
+}  // namespace accel::http

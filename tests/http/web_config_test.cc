@@ -1,4 +1,4 @@
-#include "telemetry/web_config.h"
+#include "http/web_config.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -7,9 +7,9 @@
 #include <fstream>
 
 #include "common/error.h"
-#include "telemetry/test_pki.h"
+#include "support/test_pki.h"
 
-namespace accel::telemetry {
+namespace accel::http {
 namespace web_config_test {
 
 using ::testing::HasSubstr;
@@ -18,7 +18,7 @@ constexpr char kHash[] = "$2y$10$mDwo.lAisC94iLAyP81MCesa29IzH37oigHC/42V2pdJlUp
 
 class WebConfigTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { pki_ = new testing::TestPki(); }
+  static void SetUpTestSuite() { pki_ = new test_support::TestPki(); }
   static void TearDownTestSuite() {
     delete pki_;
     pki_ = nullptr;
@@ -44,10 +44,10 @@ class WebConfigTest : public ::testing::Test {
     }
   }
 
-  static testing::TestPki* pki_;
+  static test_support::TestPki* pki_;
 };
 
-testing::TestPki* WebConfigTest::pki_ = nullptr;
+test_support::TestPki* WebConfigTest::pki_ = nullptr;
 
 TEST_F(WebConfigTest, EmptyPathAndEmptyFileMeanPlainHttpWithoutAuth) {
   for (const WebConfig& c : {LoadWebConfig(""), ParseWebConfig("", "web.yml"),
@@ -263,4 +263,4 @@ TEST_F(WebConfigTest, RefusesPasswordHashesThatAreNotBcrypt) {
 }
 
 }  // namespace
-}  // namespace accel::telemetry
+}  // namespace accel::http

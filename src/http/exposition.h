@@ -11,9 +11,11 @@
 #include <string>
 #include <string_view>
 
-namespace accel::telemetry {
+namespace accel::http {
 
-enum class MetricType { kCounter, kGauge };
+/// kHistogram: the family's samples are NAME_bucket{le=...}, NAME_sum and NAME_count, written
+/// with StartSample(suffix).
+enum class MetricType { kCounter, kGauge, kHistogram };
 
 /// Appends `key="value"` to *chunk, preceded by ',' when *chunk is not empty; escapes \ " and
 /// newline in `value` as the text format requires.
@@ -49,6 +51,9 @@ class ExpositionWriter {
 
   /// Starts a sample of the current family (writes HELP/TYPE first when it is the first one).
   void StartSample();
+  /// Starts a sample named the family's name + `suffix` ("_bucket", "_sum", "_count" of a
+  /// histogram); `suffix` is copied at once.
+  void StartSample(std::string_view suffix);
   /// Adds a chunk of escaped `k="v"` pairs (from AppendLabel); an empty chunk adds nothing.
   void AddLabels(std::string_view chunk);
   /// Adds one pair, escaping `value`.
@@ -73,4 +78,4 @@ class ExpositionWriter {
   size_t samples_ = 0;
 };
 
-}  // namespace accel::telemetry
+}  // namespace accel::http

@@ -1,6 +1,6 @@
-// The request-head parser MetricsServer reads every request with, then the server's limits as a
+// The request-head parser HttpServer reads every request with, then the server's limits as a
 // raw loopback socket sees them (what httplib's client cannot send).
-#include "telemetry/http_request.h"
+#include "http/request.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -13,9 +13,9 @@
 #include <string>
 #include <string_view>
 
-#include "telemetry/http_server.h"
+#include "http/server.h"
 
-namespace accel::telemetry {
+namespace accel::http {
 namespace http_request_test {
 
 // Takes string literals: the parsed views point into `text`, which must outlive `*head`.
@@ -210,12 +210,12 @@ TEST(AcceptsGzip, FollowsTheQValue) {
   }
 }
 
-// ---- MetricsServer on the wire ----------------------------------------------------------------
+// ---- HttpServer on the wire ----------------------------------------------------------------
 
 class MetricsServerWire : public ::testing::Test {
  protected:
   void SetUp() override {
-    server_ = std::make_unique<MetricsServer>(
+    server_ = std::make_unique<HttpServer>(
         WebConfig{}, [] { return std::make_shared<const std::string>("up 1\n"); },
         [] { return true; });
     server_->Start(ParseListenAddress("127.0.0.1:0"));
@@ -246,7 +246,7 @@ class MetricsServerWire : public ::testing::Test {
     return n;
   }
 
-  std::unique_ptr<MetricsServer> server_;
+  std::unique_ptr<HttpServer> server_;
 };
 
 TEST_F(MetricsServerWire, PipelinedRequestsAreAnsweredInOrder) {
@@ -296,4 +296,4 @@ TEST_F(MetricsServerWire, RefusedRequestsCloseTheConnection) {
 }
 
 }  // namespace
-}  // namespace accel::telemetry
+}  // namespace accel::http

@@ -2,7 +2,7 @@
 // client-certificate policy (including client_allowed_sans), protocol versions, ciphers, curves.
 //
 // Used twice with the same code: by ParseWebConfig on a scratch context (so a bad config fails at
-// load, not at the first handshake) and by MetricsServer on the live one. Stateless; safe from
+// load, not at the first handshake) and by HttpServer on the live one. Stateless; safe from
 // any thread as long as each call has its own SSL_CTX.
 #pragma once
 
@@ -10,9 +10,9 @@
 
 #include <string>
 
-#include "telemetry/web_config.h"
+#include "http/web_config.h"
 
-namespace accel::telemetry {
+namespace accel::http {
 
 /// Why a TLS config could not be applied.
 struct TlsSetupError {
@@ -25,4 +25,4 @@ struct TlsSetupError {
 /// configured and must be freed, not used. Leaves OpenSSL's thread-local error queue empty.
 bool ConfigureTlsContext(const TlsServerConfig& config, SSL_CTX* ctx, TlsSetupError* error);
 
-}  // namespace accel::telemetry
+}  // namespace accel::http

@@ -1,5 +1,5 @@
-// Real HTTP(S) over loopback: a MetricsServer on an ephemeral port, httplib clients.
-#include "telemetry/http_server.h"
+// Real HTTP(S) over loopback: a HttpServer on an ephemeral port, httplib clients.
+#include "http/server.h"
 
 #include <crypt.h>
 #include <gmock/gmock.h>
@@ -23,9 +23,9 @@
 #include <vector>
 
 #include "support/telemetry_workloads.h"
-#include "telemetry/test_pki.h"
+#include "support/test_pki.h"
 
-namespace accel::telemetry {
+namespace accel::http {
 namespace http_server_test {
 
 using ::testing::HasSubstr;
@@ -96,8 +96,8 @@ class Exporter {
     std::lock_guard<std::mutex> lock(mu_);
     throw_ = t;
   }
-  MetricsServer& server() { return server_; }
-  int port() const { return const_cast<MetricsServer&>(server_).port(); }
+  HttpServer& server() { return server_; }
+  int port() const { return const_cast<HttpServer&>(server_).port(); }
 
  private:
   std::mutex mu_;
@@ -105,7 +105,7 @@ class Exporter {
   int body_calls_ = 0;
   bool throw_ = false;
   std::atomic<bool> healthy_{true};
-  MetricsServer server_;
+  HttpServer server_;
 };
 
 httplib::Headers Identity() { return {{"Accept-Encoding", "identity"}}; }
@@ -119,7 +119,7 @@ std::unique_ptr<httplib::Client> PlainClient(int port) {
   return c;
 }
 
-TEST(MetricsServer, ServesMetricsWithPrometheusContentType) {
+TEST(HttpServer, ServesMetricsWithPrometheusContentType) {
   Exporter e;
   e.SetBody(std::make_shared<const std::string>("a 1\nb 2\n"));
   e.Start();
@@ -132,7 +132,7 @@ TEST(MetricsServer, ServesMetricsWithPrometheusContentType) {
   EXPECT_EQ(res->body, "a 1\nb 2\n");
 }
 
-TEST(MetricsServer, EmptyOrMissingBodyIsAnEmpty200) {
+TEST(HttpServer, EmptyOrMissingBodyIsAnEmpty200) {
   Exporter e;
   e.SetBody(nullptr);
   e.Start();
@@ -148,7 +148,7 @@ TEST(MetricsServer, EmptyOrMissingBodyIsAnEmpty200) {
   EXPECT_EQ(res->body, "");
 }
 
-TEST(MetricsServer, GzipRoundTrip) {
+TEST(HttpServer, GzipRoundTrip) {
   Exporter e;
   auto body = std::make_shared<const std::string>(Exposition(200 * 1024));
   e.SetBody(body);
@@ -163,7 +163,7 @@ TEST(MetricsServer, GzipRoundTrip) {
   EXPECT_EQ(Inflate(res->body), *body);
 }
 
-TEST(MetricsServer, GzipOnlyWhenAccepted) {
+TEST(HttpServer, GzipOnlyWhenAccepted) {
   Exporter e;
   e.Start();
   auto client = PlainClient(e.port());
@@ -181,7 +181,7 @@ TEST(MetricsServer, GzipOnlyWhenAccepted) {
   }
 }
 
-TEST(MetricsServer, CompressesEachBodyOnce) {
+TEST(HttpServer, CompressesEachBodyOnce) {
   Exporter e;
   e.SetBody(std::make_shared<const std::string>(Exposition(50 * 1024)));
   e.Start();
@@ -211,7 +211,7 @@ TEST(MetricsServer, CompressesEachBodyOnce) {
   EXPECT_EQ(e.server().gzip_compressions(), 2u);
 }
 
-TEST(MetricsServer, HeadHasHeadersButNoBody) {
+TEST(HttpServer, HeadHasHeadersButNoBody) {
   Exporter e;
   e.Start();
   auto res = PlainClient(e.port())->Head("/metrics", Identity());
@@ -221,7 +221,7 @@ TEST(MetricsServer, HeadHasHeadersButNoBody) {
   EXPECT_EQ(res->body, "");
 }
 
-TEST(MetricsServer, HealthFollowsTheHealthSource) {
+TEST(HttpServer, HealthFollowsTheHealthSource) {
   Exporter e;
   e.Start();
   auto client = PlainClient(e.port());
@@ -235,7 +235,7 @@ TEST(MetricsServer, HealthFollowsTheHealthSource) {
   EXPECT_EQ(res->status, 503);
 }
 
-TEST(MetricsServer, IndexNotFoundAndMethodNotAllowed) {
+TEST(HttpServer, IndexNotFoundAndMethodNotAllowed) {
   Exporter e;
   e.Start();
   auto client = PlainClient(e.port());
@@ -270,7 +270,7 @@ TEST(MetricsServer, IndexNotFoundAndMethodNotAllowed) {
   expect_405(client->Patch("/", "x", "text/plain"));
 }
 
-TEST(MetricsServer, BodySourceFailureIsA500WithoutDetail) {
+TEST(HttpServer, BodySourceFailureIsA500WithoutDetail) {
   Exporter e;
   e.SetThrow(true);
   e.Start();
@@ -281,7 +281,7 @@ TEST(MetricsServer, BodySourceFailureIsA500WithoutDetail) {
   EXPECT_EQ(res->body.find("secret"), std::string::npos);
 }
 
-TEST(MetricsServer, ConfiguredHeadersOnEveryResponse) {
+TEST(HttpServer, ConfiguredHeadersOnEveryResponse) {
   WebConfig config;
   config.headers = {{"X-Frame-Options", "deny"}, {"X-Content-Type-Options", "nosniff"}};
   Exporter e(config);
@@ -298,7 +298,7 @@ TEST(MetricsServer, ConfiguredHeadersOnEveryResponse) {
   EXPECT_EQ(res->get_header_value("X-Frame-Options"), "deny");
 }
 
-TEST(MetricsServer, BasicAuthProtectsEveryRoute) {
+TEST(HttpServer, BasicAuthProtectsEveryRoute) {
   WebConfig config;
   config.basic_auth_users = {{"prometheus", BcryptHash("s3cret")}};
   Exporter e(config);
@@ -334,7 +334,7 @@ TEST(MetricsServer, BasicAuthProtectsEveryRoute) {
 
 // Every scrape serves the same rendered text: plain, or gzip compressed once per snapshot.
 // (How fast a scrape is: bench/telemetry_bench, BM_ScrapeCopy.)
-TEST(MetricsServer, ScrapesServeOneRenderCompressedOnce) {
+TEST(HttpServer, ScrapesServeOneRenderCompressedOnce) {
   Exporter e;
   auto body = std::make_shared<const std::string>(Exposition(200 * 1024));
   e.SetBody(body);
@@ -353,7 +353,7 @@ TEST(MetricsServer, ScrapesServeOneRenderCompressedOnce) {
   EXPECT_EQ(e.server().gzip_compressions(), 1u);
 }
 
-TEST(MetricsServer, ListenErrorsAndLifecycle) {
+TEST(HttpServer, ListenErrorsAndLifecycle) {
   Exporter a;
   a.Start();
   Exporter b;
@@ -377,7 +377,7 @@ TEST(MetricsServer, ListenErrorsAndLifecycle) {
   EXPECT_EQ(res->status, 200);
 }
 
-TEST(MetricsServer, EmptyHostListensOnEveryInterface) {
+TEST(HttpServer, EmptyHostListensOnEveryInterface) {
   Exporter e;
   e.Start(":0");
   auto res = PlainClient(e.port())->Get("/health");
@@ -385,7 +385,7 @@ TEST(MetricsServer, EmptyHostListensOnEveryInterface) {
   EXPECT_EQ(res->status, 200);
 }
 
-TEST(MetricsServer, StopIsQuickWithAnIdleKeptAliveClient) {
+TEST(HttpServer, StopIsQuickWithAnIdleKeptAliveClient) {
   Exporter e;
   e.Start();
   auto client = PlainClient(e.port());
@@ -408,18 +408,18 @@ TEST(MetricsServer, StopIsQuickWithAnIdleKeptAliveClient) {
 // SetWorkers: as many kept-alive connections served at once as workers (`accel fleet serve
 // --concurrency`). The handler holds every request until all clients are inside it, which only
 // happens when each connection has a worker; the 60 s wait only bounds a failure.
-TEST(MetricsServer, SetWorkersServesThatManyConnectionsAtOnce) {
+TEST(HttpServer, SetWorkersServesThatManyConnectionsAtOnce) {
   Exporter e;
   constexpr int kClients = 6;  // more than the default four
   std::mutex mu;
   std::condition_variable cv;
   int inside = 0;
-  e.server().AddHandler("/wait", [&](const MetricsServer::Request&) {
+  e.server().AddHandler("/wait", [&](const HttpServer::Request&) {
     std::unique_lock<std::mutex> lock(mu);
     ++inside;
     cv.notify_all();
     const bool all = cv.wait_for(lock, std::chrono::seconds(60), [&] { return inside >= kClients; });
-    return MetricsServer::Reply{all ? 200 : 504, "text/plain; charset=utf-8", all ? "together\n" : "alone\n", ""};
+    return HttpServer::Reply{all ? 200 : 504, "text/plain; charset=utf-8", all ? "together\n" : "alone\n", ""};
   });
   EXPECT_THROW(e.server().SetWorkers(0), std::logic_error);
   e.server().SetWorkers(kClients);
@@ -442,7 +442,7 @@ TEST(MetricsServer, SetWorkersServesThatManyConnectionsAtOnce) {
 
 class MetricsServerTls : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { pki_ = new testing::TestPki(); }
+  static void SetUpTestSuite() { pki_ = new test_support::TestPki(); }
   static void TearDownTestSuite() {
     delete pki_;
     pki_ = nullptr;
@@ -455,7 +455,7 @@ class MetricsServerTls : public ::testing::Test {
   }
 
   // A client that verifies the server against the test CA, optionally presenting a cert.
-  static std::unique_ptr<httplib::SSLClient> Client(int port, const testing::PemPair* cert) {
+  static std::unique_ptr<httplib::SSLClient> Client(int port, const test_support::PemPair* cert) {
     auto c = cert ? std::make_unique<httplib::SSLClient>("127.0.0.1", port, cert->cert_path,
                                                          cert->key_path)
                   : std::make_unique<httplib::SSLClient>("127.0.0.1", port);
@@ -466,15 +466,15 @@ class MetricsServerTls : public ::testing::Test {
     return c;
   }
 
-  static bool Scrapes(int port, const testing::PemPair* cert) {
+  static bool Scrapes(int port, const test_support::PemPair* cert) {
     auto res = Client(port, cert)->Get("/metrics");
     return res && res->status == 200 && res->body == "up 1\n";
   }
 
-  static testing::TestPki* pki_;
+  static test_support::TestPki* pki_;
 };
 
-testing::TestPki* MetricsServerTls::pki_ = nullptr;
+test_support::TestPki* MetricsServerTls::pki_ = nullptr;
 
 TEST_F(MetricsServerTls, ServesHttpsAndRefusesPlainHttp) {
   Exporter e(Config());
@@ -572,8 +572,8 @@ TEST_F(MetricsServerTls, ClientAllowedSans) {
                     "\n  client_auth_type: RequireAndVerifyClientCert\n"
                     "  client_allowed_sans: [scraper.example, 10.1.2.3]\n"));
   e.Start();
-  testing::PemPair by_ip = pki_->ClientWithSans("by-ip", "IP:10.1.2.3");
-  testing::PemPair other = pki_->ClientWithSans("other", "DNS:other.example,IP:10.9.9.9");
+  test_support::PemPair by_ip = pki_->ClientWithSans("by-ip", "IP:10.1.2.3");
+  test_support::PemPair other = pki_->ClientWithSans("other", "DNS:other.example,IP:10.9.9.9");
   EXPECT_TRUE(Scrapes(e.port(), &pki_->client()));
   EXPECT_TRUE(Scrapes(e.port(), &by_ip));
   EXPECT_FALSE(Scrapes(e.port(), &other));
@@ -600,4 +600,4 @@ TEST_F(MetricsServerTls, MaxVersionIsEnforced) {
 }
 
 }  // namespace
-}  // namespace accel::telemetry
+}  // namespace accel::http

@@ -1,4 +1,4 @@
-#include "telemetry/tls_context.h"
+#include "http/tls_context.h"
 
 #include <arpa/inet.h>
 #include <openssl/err.h>
@@ -9,7 +9,7 @@
 #include <memory>
 #include <vector>
 
-namespace accel::telemetry {
+namespace accel::http {
 namespace {
 
 struct BioFree {
@@ -241,4 +241,4 @@ bool ConfigureTlsContext(const TlsServerConfig& config, SSL_CTX* ctx, TlsSetupEr
   return ok;
 }
 
-}  // namespace accel::telemetry
+}  // namespace accel::http

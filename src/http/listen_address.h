@@ -6,7 +6,7 @@
 
 #include <string>
 
-namespace accel::telemetry {
+namespace accel::http {
 
 /// A parsed listen address.
 struct ListenAddress {
@@ -24,4 +24,4 @@ ListenAddress ParseListenAddress(const std::string& text);
 /// The address written back the way it was given: ":9400", "[::1]:9400", "127.0.0.1:0".
 std::string FormatListenAddress(const ListenAddress& address);
 
-}  // namespace accel::telemetry
+}  // namespace accel::http

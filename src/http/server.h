@@ -1,4 +1,4 @@
-// MetricsServer: the exporter's HTTP(S) endpoint, a small HTTP/1.1 server on POSIX sockets (and
+// HttpServer: the exporter's HTTP(S) endpoint, a small HTTP/1.1 server on POSIX sockets (and
 // OpenSSL only when TLS is configured: a plain server never initialises it). Serves the latest
 // rendered exposition at /metrics (gzip when asked, compressed once per rendered body), /health,
 // a small index page at /, and static pages added with AddPage; applies a WebConfig (TLS, client certificates, basic auth, headers).
@@ -15,12 +15,12 @@
 #include <memory>
 #include <string>
 
-#include "telemetry/listen_address.h"
-#include "telemetry/web_config.h"
+#include "http/listen_address.h"
+#include "http/web_config.h"
 
-namespace accel::telemetry {
+namespace accel::http {
 
-class MetricsServer {
+class HttpServer {
  public:
   /// Returns the latest exposition text (Prometheus text format 0.0.4). The pointer must change
   /// only when a new body was rendered: the gzip copy is cached per pointer. nullptr = empty body.
@@ -50,12 +50,12 @@ class MetricsServer {
   using Handler = std::function<Reply(const Request&)>;
 
   /// Nothing is bound until Start. `config` must come from LoadWebConfig/ParseWebConfig.
-  MetricsServer(WebConfig config, BodySource body, HealthSource health);
+  HttpServer(WebConfig config, BodySource body, HealthSource health);
   /// Calls Stop.
-  ~MetricsServer();
+  ~HttpServer();
 
-  MetricsServer(const MetricsServer&) = delete;
-  MetricsServer& operator=(const MetricsServer&) = delete;
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
 
   /// Serves `body` at `path` (exact match, GET/HEAD, same auth as /metrics) with the given
   /// Content-Type, e.g. the node agent's /topology. Call before Start; a second call for the same
@@ -97,4 +97,4 @@ class MetricsServer {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace accel::telemetry
+}  // namespace accel::http

@@ -1,4 +1,4 @@
-#include "telemetry/http_stream.h"
+#include "http/stream.h"
 
 #include <openssl/bio.h>
 #include <openssl/err.h>
@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <string>
 
-namespace accel::telemetry {
+namespace accel::http {
 namespace {
 
 using std::chrono::milliseconds;
@@ -226,4 +226,4 @@ void HttpStream::Close(bool drain) {
   fd_ = -1;
 }
 
-}  // namespace accel::telemetry
+}  // namespace accel::http

@@ -1,4 +1,4 @@
-#include "telemetry/listen_address.h"
+#include "http/listen_address.h"
 
 #include <arpa/inet.h>
 
@@ -6,7 +6,7 @@
 
 #include "common/error.h"
 
-namespace accel::telemetry {
+namespace accel::http {
 namespace {
 
 constexpr char kHint[] = "use HOST:PORT, e.g. :9400, 0.0.0.0:9400, [::1]:9400, localhost:9400";
@@ -79,4 +79,4 @@ std::string FormatListenAddress(const ListenAddress& address) {
   return (v6 ? "[" + address.host + "]" : address.host) + ":" + std::to_string(address.port);
 }
 
-}  // namespace accel::telemetry
+}  // namespace accel::http

@@ -15,7 +15,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace accel::telemetry::testing {
+namespace accel::test_support {
 
 struct PemPair {
   std::string cert_pem;
@@ -175,4 +175,4 @@ class TestPki {
   PemPair ca_, server_, client_, rogue_;
 };
 
-}  // namespace accel::telemetry::testing
+}  // namespace accel::test_support

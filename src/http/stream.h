@@ -1,5 +1,5 @@
 // HttpStream: the bytes of one accepted connection, plain TCP or TLS over it, read and written
-// with deadlines on a non-blocking socket. MetricsServer's workers own one each.
+// with deadlines on a non-blocking socket. HttpServer's workers own one each.
 //
 // A plain stream never calls OpenSSL. Writes never raise SIGPIPE (send with MSG_NOSIGNAL, and
 // TLS goes through a BIO that does the same). Reads can also watch a "stop" descriptor (an
@@ -13,7 +13,7 @@
 #include <chrono>
 #include <cstddef>
 
-namespace accel::telemetry {
+namespace accel::http {
 
 class HttpStream {
  public:
@@ -58,4 +58,4 @@ class HttpStream {
   bool tls_broken_ = false;  // after a fatal TLS error OpenSSL forbids SSL_shutdown
 };
 
-}  // namespace accel::telemetry
+}  // namespace accel::http
