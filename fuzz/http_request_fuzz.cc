@@ -16,7 +16,7 @@
 
 namespace {
 
-using namespace accel::telemetry;
+using namespace accel;
 
 void Check(bool ok) {
   if (!ok) std::abort();
@@ -37,7 +37,7 @@ void CheckHead(const http::RequestHead& h, std::string_view text) {
   Check(h.authorization.find_first_of("\r\n") == std::string_view::npos);
   Check(h.minor_version >= 0 && h.minor_version <= 9);
   Check(h.minor_version == 0 || h.has_host);
-  Check(h.field_count <= kMaxHeaderFields);
+  Check(h.field_count <= http::kMaxHeaderFields);
   Check(h.has_content_length || h.content_length == 0);
 }
 

@@ -18,7 +18,7 @@
 
 namespace {
 
-using namespace accel::telemetry;
+using namespace accel;
 
 void Check(bool ok) {
   if (!ok) std::abort();

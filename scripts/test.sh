@@ -44,7 +44,7 @@ if [ $# -gt 0 ]; then
   begin ctest
   status=0
   labels=$(IFS='|'; echo "^($*)\$")
-  ctest --test-dir "$BUILD_DIR" --output-on-failure -j"$(nproc)" -L "$labels" || status=$?
+  ctest --test-dir "$BUILD_DIR" --output-on-failure -j"$(($(nproc) * 2))" -L "$labels" || status=$?
   end ctest
   report
   exit "$status"
@@ -57,7 +57,9 @@ begin ctest
 junit="$(cd "$BUILD_DIR" && pwd)/ctest-junit.xml"
 rm -f "$junit"
 status=0
-ctest --test-dir "$BUILD_DIR" --output-on-failure -j"$(nproc)" --output-junit "$junit" || status=$?
+# Two tests a core: many wait on a child (accel, PostgreSQL, Prometheus, Chromium) most of their
+# time (docs/testing.md, "Where the time goes").
+ctest --test-dir "$BUILD_DIR" --output-on-failure -j"$(($(nproc) * 2))" --output-junit "$junit" || status=$?
 end ctest
 # Runs after a failing ctest too, so one run lists both the failures and the skips.
 begin skips; scripts/check-skips.sh "$junit" || status=1; end skips

@@ -1,6 +1,6 @@
 // The error types and exit codes every layer shares, and the rule for which to use.
 //
-// Which error to throw (docs/architecture.md, "Errors"):
+// Which error to throw (docs/architecture.md, "Error rules"):
 //   - InputError: what a person handed to accel is wrong — a file, a flag, a field, a value.
 //     The message says what, where and how to fix it. The CLI prints it and exits kExitBadInput.
 //   - SystemError: the input is fine but the machine or a peer refused — a write, a rename, a

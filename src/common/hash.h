@@ -8,7 +8,7 @@
 
 namespace accel {
 
-/// 64-bit FNV-1a of `text`.
+/// 64-bit FNV-1a of `text` (FNV's prime, with an offset basis of its own: hash.cc says why).
 uint64_t Fnv1a(std::string_view text);
 
 }  // namespace accel

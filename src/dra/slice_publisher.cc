@@ -7,6 +7,8 @@
 #include <utility>
 
 #include "common/error.h"
+#include "common/hash.h"
+#include "common/strings.h"
 
 namespace accel::dra {
 
@@ -16,18 +18,6 @@ using nlohmann::json;
 
 constexpr const char* kHashAnnotation = "accel.io/slice-hash";
 constexpr int kPasses = 3;
-
-// FNV-1a, 64 bits, as 16 hex digits: a fingerprint, not a security measure.
-std::string Fingerprint(const std::string& text) {
-  uint64_t h = 1469598103934665603ull;
-  for (const char c : text) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 1099511628211ull;
-  }
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return buf;
-}
 
 std::string StringAt(const json& o, const char* a, const char* b) {
   if (!o.is_object() || !o.contains(a) || !o[a].is_object() || !o[a].contains(b) || !o[a][b].is_string()) return "";
@@ -151,7 +141,7 @@ PublishResult SlicePublisher::PublishOnce(const std::vector<json>& desired_in) {
                           {"labels", meta.value("labels", json::object())},
                           {"annotations", meta.value("annotations", json::object())},
                           {"owners", meta.value("ownerReferences", json::array())}};
-    meta["annotations"][kHashAnnotation] = Fingerprint(content.dump());
+    meta["annotations"][kHashAnnotation] = Hex16(Fnv1a(content.dump()));  // a fingerprint, not a security measure
   }
 
   std::set<std::string> wanted;

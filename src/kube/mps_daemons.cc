@@ -23,6 +23,11 @@ constexpr const char* kHealthQuery = "get_default_active_thread_percentage";
 /// How long a started daemon may take to write its PID file.
 constexpr std::chrono::milliseconds kPidFileWait{2000};
 
+}  // namespace
+
+// Named, not anonymous: MpsDaemons::Impl (a class with linkage) holds a vector of them.
+namespace mps_daemons_state {
+
 struct Daemon {
   std::string resource;
   MpsPaths paths;
@@ -42,7 +47,9 @@ struct Daemon {
   std::string error;
 };
 
-}  // namespace
+}  // namespace mps_daemons_state
+
+using mps_daemons_state::Daemon;
 
 struct MpsDaemons::Impl {
   const PluginConfig* config = nullptr;

@@ -447,9 +447,11 @@ TEST_F(AgentDra, DraSlicesPrintsWhatTheAgentPublishes) {
   EXPECT_TRUE(devices["gpu-4"].contains("consumesCounters"));
   const int rail0 = Rail(devices["gpu-0"]);
   ASSERT_GE(rail0, 0);
-  for (const auto& [name, d] : devices)
-    if (name.rfind("nic-", 0) == 0 && Rail(d) == rail0)
+  for (const auto& [name, d] : devices) {
+    if (name.rfind("nic-", 0) == 0 && Rail(d) == rail0) {
       EXPECT_NE(d["attributes"]["rdmaDevice"]["string"], "mlx5_0") << name;
+    }
+  }
 }
 
 // The device plugin (NCCL_IB_HCA at Allocate) and the DRA driver (rails) on one agent with an

@@ -25,7 +25,7 @@ using test_support::FakeGpu;
 std::vector<std::string> Addresses(int n) {
   std::vector<std::string> out;
   for (int i = 0; i < n; ++i) {
-    char text[16];
+    char text[32];
     std::snprintf(text, sizeof text, "0000:%02x:00.0", 0x1b + i);
     out.push_back(text);
   }

@@ -115,7 +115,9 @@ TEST_F(DcgmPeersTest, EachShippedCsvSelectsExactlyItsFields) {
         EXPECT_THAT(text, HasSubstr("# HELP " + c.metric + " " + c.help + "\n")) << name;
       }
     }
-    if (labels.empty()) EXPECT_THAT(text, ::testing::Not(HasSubstr("DCGM_FI_DRIVER_VERSION=")));
+    if (labels.empty()) {
+      EXPECT_THAT(text, ::testing::Not(HasSubstr("DCGM_FI_DRIVER_VERSION=")));
+    }
   }
 }
 
