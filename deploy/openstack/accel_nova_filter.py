@@ -54,7 +54,7 @@ CONF = nova.conf.CONF
 FILTER_SCHEMA = 'accel.fleet-filter/v1'
 FILTER_PATH = '/api/v1/filter'
 
-# The service reads request bodies up to 1 MiB (kMaxHandlerBody, src/telemetry/http_server.cc)
+# The service reads request bodies up to 1 MiB (kMaxHandlerBody, src/http/server.cc)
 # and answers 413 beyond. A busy host's usage is about 1 KiB (its pinned CPU ids), so a pass over
 # 1000 hosts may not fit one body: hosts are sent in calls of at most this many bytes each.
 MAX_BODY_BYTES = 512 * 1024

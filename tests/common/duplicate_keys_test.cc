@@ -6,11 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 
 #include "common/error.h"
 #include "common/json_text.h"
 #include "common/structured_file.h"
 #include "common/yaml_config.h"
+#include "support/thrown_by.h"
 
 namespace accel {
 namespace duplicate_keys_test {
@@ -20,13 +22,7 @@ using ::testing::HasSubstr;
 /// The InputError `f` throws; fails the test when it throws nothing.
 template <typename F>
 InputError ErrorOf(F&& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e;
-  }
-  ADD_FAILURE() << "expected InputError";
-  return InputError("", "", "");
+  return test_support::ThrownBy<InputError>(std::forward<F>(f));
 }
 
 /// Checks one duplicate-key error: where (file:line:col of the second key), key path, problem.

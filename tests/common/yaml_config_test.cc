@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/error.h"
+#include "support/thrown_by.h"
 
 namespace accel {
 namespace yaml_config_test {
@@ -15,13 +17,7 @@ const std::string kWhere = "agent.yaml";
 /// The InputError `f` throws; fails the test when it throws nothing.
 template <typename F>
 InputError ErrorOf(F&& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e;
-  }
-  ADD_FAILURE() << "expected InputError";
-  return InputError("", "", "");
+  return test_support::ThrownBy<InputError>(std::forward<F>(f));
 }
 
 TEST(YamlConfig, DispatchesKeysWithTheirPaths) {
