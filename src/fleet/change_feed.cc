@@ -26,14 +26,12 @@ ChangeBatch ReadChanges(FleetStore& store, int64_t mark,
   return batch;
 }
 
-long ApplyChanges(ChangeBatch batch, FleetView* view, int64_t now_unix) {
-  long replaced = 0;
+void ApplyChanges(ChangeBatch batch, FleetView* view, int64_t now_unix) {
   for (HostEntry& e : batch.fresh) {
     // Two polls may race with a scheduler's own claims: keep the newer host.
     const HostEntry* known = view->Find(e.record.name);
     if (known && known->record.generation > e.record.generation) continue;
     view->Upsert(std::move(e));
-    ++replaced;
   }
   for (const std::string& name : batch.removed) view->Remove(name);
   for (const HostRecord& r : batch.same_generation) {
@@ -49,7 +47,6 @@ long ApplyChanges(ChangeBatch batch, FleetView* view, int64_t now_unix) {
     view->Upsert(std::move(e));
   }
   view->set_taken_at(now_unix);
-  return replaced;
 }
 
 }  // namespace accel::fleet

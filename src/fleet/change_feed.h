@@ -42,8 +42,7 @@ ChangeBatch ReadChanges(FleetStore& store, int64_t mark,
 
 /// Applies `batch` to `view`: each fresh host unless the view already holds a newer generation
 /// of it (its own claim applied since the read), then the removals, then the heartbeats of the
-/// same-generation hosts. Returns how many hosts were replaced or added. Sets the view's
-/// taken_at to `now_unix`.
-long ApplyChanges(ChangeBatch batch, FleetView* view, int64_t now_unix);
+/// same-generation hosts. Sets the view's taken_at to `now_unix`.
+void ApplyChanges(ChangeBatch batch, FleetView* view, int64_t now_unix);
 
 }  // namespace accel::fleet

@@ -6,7 +6,6 @@
 #include <map>
 #include <set>
 #include <sstream>
-#include <type_traits>
 #include <utility>
 #include <unordered_map>
 
@@ -532,11 +531,11 @@ std::string FleetService::Metrics() {
   using http::MetricType;
   std::string out;
   http::ExpositionWriter w(&out);
-  auto one = [&w](std::string_view name, std::string_view help, MetricType type, auto value) {
+  // A family of one unlabelled sample (every such value here is a count or whole seconds).
+  auto one = [&w](std::string_view name, std::string_view help, MetricType type, int64_t value) {
     w.BeginFamily(name, help, type);
     w.StartSample();
-    if constexpr (std::is_floating_point_v<decltype(value)>) w.FinishShortest(value);
-    else w.FinishInt(static_cast<int64_t>(value));
+    w.FinishInt(value);
   };
   std::shared_lock<std::shared_mutex> lock(view_mu_);
   const int64_t now = view_.taken_at();
@@ -553,7 +552,7 @@ std::string FleetService::Metrics() {
     w.AddLabel("state", state);
     w.FinishInt(n);
   }
-  one("accel_fleet_claims", "Live claims in the store, as this replica last saw them.", MetricType::kGauge, claims);
+  one("accel_fleet_claims", "Live claims in the store, as this replica last saw them.", MetricType::kGauge, static_cast<int64_t>(claims));
   // This replica's share of the hosts (ServiceOptions::partition; all of them without one).
   size_t own_hosts = 0;
   for (const RankRow& row : view_.rows())
@@ -590,9 +589,9 @@ std::string FleetService::Metrics() {
     w.AddLabel("result", result);
     w.FinishUint(n);
   }
-  one("accel_fleet_claim_retries_total", "Candidates refused by the store (taken by another scheduler) before a claim.", MetricType::kCounter, uint64_t(retries_));
-  one("accel_fleet_claim_conflicts_total", "Place requests that met at least one conflict.", MetricType::kCounter, uint64_t(conflicted_requests_));
-  one("accel_fleet_partition_fallbacks_total", "Instances placed outside the request's partition (no fitting host of its own left).", MetricType::kCounter, uint64_t(partition_fallbacks_));
+  one("accel_fleet_claim_retries_total", "Candidates refused by the store (taken by another scheduler) before a claim.", MetricType::kCounter, static_cast<int64_t>(retries_.load()));
+  one("accel_fleet_claim_conflicts_total", "Place requests that met at least one conflict.", MetricType::kCounter, static_cast<int64_t>(conflicted_requests_.load()));
+  one("accel_fleet_partition_fallbacks_total", "Instances placed outside the request's partition (no fitting host of its own left).", MetricType::kCounter, static_cast<int64_t>(partition_fallbacks_.load()));
   {
     std::lock_guard<std::mutex> hl(histogram_mu_);
     w.BeginFamily("accel_fleet_placement_duration_seconds", "Time to answer a place request (decide and claim).", MetricType::kHistogram);
