@@ -1,12 +1,14 @@
 #include "placement/engine.h"
 
 #include <algorithm>
+#include <bit>
 #include <functional>
 #include <set>
 #include <span>
 
 #include "common/min_cost_assignment.h"
 #include "placement/cell_fit.h"
+#include "placement/gpu_fit.h"
 #include "placement/node_view.h"
 #include "placement/pci_fit.h"
 #include "common/small_vector.h"
@@ -287,17 +289,44 @@ void AddDevices(const DeviceChoice& chosen, const PlacementRequest& req, Placeme
   }
 }
 
-PlaceResult PlaceFloating(const HostView& host, const PlacementRequest& req, const DevicePool& pool) {
+// The GPU choice the engine makes on its own for a request with a GpuRequest (a fleet scheduler
+// makes it by its policy instead): a share on the fullest GPU it fits (best fit: free GPUs stay
+// free); a MIG slice on the GPU with the most slices in use, at its first allowed start; whole
+// GPUs as GpuChoices packs them.
+GpuChoice DefaultGpuChoice(const std::vector<GpuSlot>& slots, std::vector<GpuChoice> choices) {
+  auto key = [&](const GpuChoice& c) {
+    const GpuSlot& s = slots[static_cast<size_t>(c.gpus.front())];
+    return c.mig_start >= 0 ? -std::popcount(s.mig_slices) : s.free_milli;
+  };
+  return *std::min_element(choices.begin(), choices.end(),
+                           [&](const GpuChoice& a, const GpuChoice& b) { return key(a) < key(b); });
+}
+
+// A guest without NUMA cells: shared vCPUs and pod CPU (thousandths) against the shared
+// capacity, memory against base pages, PCI devices anywhere, GPUs by model and size — with
+// `gpu_choice` when the caller chose them (it must be one GpuChoices gives), else by
+// DefaultGpuChoice.
+PlaceResult PlaceFloating(const HostView& host, const PlacementRequest& req, const DevicePool& pool,
+                          const GpuChoice* gpu_choice) {
   PlaceResult result;
   const FloatingRoom& room = host.room;
   const int used = room.vcpus_used;
   const double capacity = room.vcpu_capacity;
   const uint64_t free_mib = room.free_base_mib;
-  if (used + req.vcpus > capacity)
+  if (req.cpu_milli == 0 && used + req.vcpus > capacity)
     result.no_fit.reasons.push_back("host: " + std::to_string(used) + " shared vCPUs already on a capacity of " +
                                     std::to_string(static_cast<long>(capacity)) + " (cpu_allocation_ratio " +
                                     std::to_string(host.policy.cpu_allocation_ratio) + "); needs " +
                                     std::to_string(req.vcpus) + " more");
+  if (req.cpu_milli > 0) {
+    const int64_t used_milli = int64_t{used} * 1000 + room.cpu_milli_used;
+    const int64_t want = int64_t{req.vcpus} * 1000 + req.cpu_milli;
+    const auto capacity_milli = static_cast<int64_t>(capacity * 1000 + 0.5);
+    if (used_milli + want > capacity_milli)
+      result.no_fit.reasons.push_back("host: " + std::to_string(capacity_milli - used_milli) +
+                                      " CPU thousandths free of a shared capacity of " + std::to_string(capacity_milli) +
+                                      ", needs " + std::to_string(want));
+  }
   if (free_mib < req.memory_mib)
     result.no_fit.reasons.push_back("host: " + std::to_string(free_mib) + " MiB of base-page memory free, needs " +
                                     std::to_string(req.memory_mib));
@@ -306,12 +335,32 @@ PlaceResult PlaceFloating(const HostView& host, const PlacementRequest& req, con
     std::string why = PciShortfall(req, pool);
     result.no_fit.reasons.push_back(why.empty() ? "not enough free matching PCI devices" : why);
   }
+  std::vector<GpuPlacement> gpus;
+  if (req.gpu) {
+    const std::vector<const topology::PciDevice*> accelerators = AcceleratorsOf(host.topology);
+    const std::vector<GpuSlot> slots = GpuSlotsOf(accelerators, host.usage);
+    std::string why;
+    std::vector<GpuChoice> choices = GpuChoices(accelerators, slots, *req.gpu, &why);
+    if (choices.empty()) {
+      result.no_fit.reasons.push_back("GPUs: " + why);
+    } else if (gpu_choice) {
+      const bool offered = std::any_of(choices.begin(), choices.end(), [&](const GpuChoice& c) {
+        return c.gpus == gpu_choice->gpus && c.mig_start == gpu_choice->mig_start;
+      });
+      if (!offered) result.no_fit.reasons.push_back("GPUs: the chosen GPUs cannot take the request");
+      else gpus = GpuPlacementsOf(accelerators, *gpu_choice, *req.gpu);
+    } else {
+      gpus = GpuPlacementsOf(accelerators, DefaultGpuChoice(slots, std::move(choices)), *req.gpu);
+    }
+  }
   if (!result.no_fit.reasons.empty()) return result;
   Placement& p = result.placement.emplace();
   p.host = host.topology.hostname;
   p.flavor = req.flavor;
   p.floating_vcpus = req.vcpus;
   p.floating_memory_mib = req.memory_mib;
+  p.floating_cpu_milli = req.cpu_milli;
+  p.gpus = std::move(gpus);
   AddDevices(chosen, req, &p);
   return result;
 }
@@ -365,10 +414,17 @@ NoFit Explain(const Search& s) {
 }
 
 // The search on one host view; Place() gives it a HostState's views or views built for the call.
-PlaceResult PlaceOn(const HostView& host, const PlacementRequest& req) {
+PlaceResult PlaceOn(const HostView& host, const PlacementRequest& req, const GpuChoice* gpu_choice = nullptr) {
   const std::vector<NodeView>& nodes = host.nodes;
   const DevicePool pool(host.topology, host.usage, nodes, req.pci);
-  if (req.cells.empty()) return PlaceFloating(host, req, pool);
+  if (req.cells.empty()) return PlaceFloating(host, req, pool, gpu_choice);
+  if (req.gpu || req.cpu_milli > 0) {
+    PlaceResult result;
+    result.no_fit.reasons.push_back(
+        "GPUs by model and size and CPU thousandths are for guests without NUMA cells; this request has " +
+        std::to_string(req.cells.size()));
+    return result;
+  }
 
   PlaceResult result;
   const size_t k = req.cells.size();
@@ -425,6 +481,13 @@ PlaceResult Place(const topology::HostTopology& host, const HostUsage& usage,
   const std::vector<NodeView> nodes = BuildNodeViews(host, usage, policy);
   const FloatingRoom room = FloatingRoomOf(nodes, usage);
   return PlaceOn({host, usage, policy, nodes, room}, req);
+}
+
+PlaceResult PlaceWithGpuChoice(const topology::HostTopology& host, const HostUsage& usage,
+                               const HostPolicy& policy, const PlacementRequest& req, const GpuChoice& choice) {
+  const std::vector<NodeView> nodes = BuildNodeViews(host, usage, policy);
+  const FloatingRoom room = FloatingRoomOf(nodes, usage);
+  return PlaceOn({host, usage, policy, nodes, room}, req, req.gpu ? &choice : nullptr);
 }
 
 }  // namespace accel::placement

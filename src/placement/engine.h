@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "placement/gpu_fit.h"
 #include "placement/host_state.h"
 #include "placement/placement.h"
 #include "placement/request.h"
@@ -35,6 +36,15 @@ PlaceResult Place(const HostState& state, const PlacementRequest& request);
 /// the nodes built for this call (counts only; cores only for the nodes a guest lands on).
 PlaceResult Place(const topology::HostTopology& host, const HostUsage& usage,
                   const HostPolicy& policy, const PlacementRequest& request);
+
+/// Place(host, usage, policy, request) for a request with a GpuRequest, giving it exactly the
+/// GPUs of `choice` (one of GpuChoices' answers for this host and usage): a fleet scheduler
+/// chooses the GPUs by its policy, the engine checks them and everything else. A choice
+/// GpuChoices would not offer is a no-fit ("the chosen GPUs cannot take the request"). Without a
+/// GpuRequest, `choice` is ignored.
+PlaceResult PlaceWithGpuChoice(const topology::HostTopology& host, const HostUsage& usage,
+                               const HostPolicy& policy, const PlacementRequest& request,
+                               const GpuChoice& choice);
 
 /// Checks that `p` is a valid placement of `request` on `host` over `usage`: every CPU, page and
 /// device free and used once, thread/emulator/PCI policies exactly held, memory in one page size

@@ -100,6 +100,7 @@ std::vector<CoreView> NodeView::Cores() const {
 FloatingRoom FloatingRoomOf(const std::vector<NodeView>& nodes, const HostUsage& usage) {
   FloatingRoom room;
   room.vcpus_used = usage.floating_vcpus;
+  room.cpu_milli_used = usage.floating_cpu_milli;
   uint64_t free_mib = 0;
   for (const NodeView& n : nodes) {
     room.vcpu_capacity += n.shared_capacity;

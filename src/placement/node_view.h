@@ -73,6 +73,7 @@ struct NodeView {
 struct FloatingRoom {
   double vcpu_capacity = 0;    ///< shared CPUs of all nodes x cpu_allocation_ratio
   int vcpus_used = 0;          ///< floating vCPUs plus shared vCPUs charged to nodes
+  int64_t cpu_milli_used = 0;  ///< pod CPU thousandths of floating guests (HostUsage::floating_cpu_milli)
   uint64_t free_base_mib = 0;  ///< base-page memory left after floating guests
   bool operator==(const FloatingRoom&) const = default;
 };

@@ -38,6 +38,23 @@ struct DevicePlacement {
   int guest_cell = -1;         ///< guest cell it is local to; -1 when remote or no NUMA topology
 };
 
+/// A GPU, or a part of one, handed out for a GpuRequest (by model and size, not by alias).
+struct GpuPlacement {
+  std::string address;     ///< the GPU's host PCI address "dddd:bb:dd.f"
+  std::string model;       ///< its model, as GpuModelOf names it (placement/gpu_fit.h)
+  /// Thousandths of the GPU held: 1000 = the whole GPU, exclusive (it is also in the host's
+  /// HostUsage::devices); less = a time-slicing/MPS share. For a MIG slice, its memory slices'
+  /// fraction of the GPU (for accounting only; the geometry is mig_start/mig_slices).
+  int milli = 1000;
+  std::string mig_profile; ///< MIG profile name; "" when not a MIG slice
+  int mig_start = -1;      ///< first memory slice of the GPU instance; -1 when not a MIG slice
+  int mig_slices = 0;      ///< memory slices the GPU instance covers; 0 when not a MIG slice
+  int numa_node = -1;      ///< host NUMA node of the GPU (-1 unknown)
+  bool is_mig() const { return !mig_profile.empty(); }
+  bool is_share() const { return !is_mig() && milli < 1000; }
+  bool operator==(const GpuPlacement&) const = default;
+};
+
 struct Placement {
   std::string host;            ///< HostTopology::hostname
   std::string flavor;          ///< flavor name
@@ -46,9 +63,13 @@ struct Placement {
   /// Host CPUs consumed for the emulator (its CPU, plus siblings under isolate).
   CpuSet emulator_consumed_cpus;
   std::vector<DevicePlacement> devices;
+  /// GPUs given for the request's GpuRequest (whole, shares or MIG slices), in GPU order.
+  std::vector<GpuPlacement> gpus;
   /// For a floating guest (no NUMA topology): the vCPU count and memory charged host-wide.
   int floating_vcpus = 0;
   uint64_t floating_memory_mib = 0;
+  /// Pod-shaped CPU charged host-wide, in thousandths of a CPU (PlacementRequest::cpu_milli).
+  int64_t floating_cpu_milli = 0;
   /// Notes a person may want (e.g. "GPU 0000:41:00.0 is remote to guest cell 0 (policy preferred)").
   std::vector<std::string> notes;
 };

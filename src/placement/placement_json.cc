@@ -158,6 +158,38 @@ DevicePlacement DeviceFromJson(const JsonReader& r, const J& j, const std::strin
   return d;
 }
 
+ordered_json GpuToJson(const GpuPlacement& g) {
+  ordered_json j = ObjectOf(7);
+  j["address"] = g.address;
+  j["model"] = g.model;
+  j["milli"] = g.milli;
+  if (g.is_mig()) {
+    j["mig_profile"] = g.mig_profile;
+    j["mig_start"] = g.mig_start;
+    j["mig_slices"] = g.mig_slices;
+  }
+  j["numa_node"] = g.numa_node;
+  return j;
+}
+
+template <class J>
+GpuPlacement GpuFromJson(const JsonReader& r, const J& j, const std::string& path) {
+  r.Object(j, path, {"address", "model", "milli", "mig_profile", "mig_start", "mig_slices", "numa_node"});
+  GpuPlacement g;
+  g.address = PlacementString(r, j, path, "address", true);
+  if (g.address.empty()) r.Fail({path, "address"}, "is empty", "use dddd:bb:dd.f");
+  g.model = PlacementString(r, j, path, "model", false);
+  g.milli = PlacementInt(r, j, path, "milli", true, 1);
+  if (g.milli > 1000) r.Fail({path, "milli"}, "is " + std::to_string(g.milli), "a GPU has 1000 thousandths");
+  g.mig_profile = PlacementString(r, j, path, "mig_profile", false);
+  g.mig_start = PlacementInt(r, j, path, "mig_start", !g.mig_profile.empty(), -1, -1);
+  g.mig_slices = PlacementInt(r, j, path, "mig_slices", !g.mig_profile.empty(), 0);
+  if (!g.mig_profile.empty() && (g.mig_start < 0 || g.mig_slices < 1 || g.mig_start + g.mig_slices > 32))
+    r.Fail({path, "mig_start"}, "with mig_slices is not a range of memory slices", "a MIG GPU has at most 8 memory slices");
+  g.numa_node = PlacementInt(r, j, path, "numa_node", false, -1, -1);
+  return g;
+}
+
 std::string PageSizeName(const PageSizeRequest& p) {
   switch (p.kind) {
     case PageSizeRequest::kNone: return "";
@@ -184,8 +216,16 @@ ordered_json PlacementToJson(const Placement& p) {
   j["emulator_cpus"] = p.emulator_cpus.ToString();
   j["emulator_consumed_cpus"] = p.emulator_consumed_cpus.ToString();
   j["devices"] = std::move(devices);
+  // GPUs by model and size and pod CPU are written only when present, so placements without
+  // them read the same in every accel that reads accel.placement/v1.
+  if (!p.gpus.empty()) {
+    ordered_json gpus = ordered_json::array();
+    for (const GpuPlacement& g : p.gpus) gpus.push_back(GpuToJson(g));
+    j["gpus"] = std::move(gpus);
+  }
   j["floating_vcpus"] = p.floating_vcpus;
   j["floating_memory_mib"] = p.floating_memory_mib;
+  if (p.floating_cpu_milli != 0) j["floating_cpu_milli"] = p.floating_cpu_milli;
   j["notes"] = p.notes;
   return j;
 }
@@ -197,7 +237,7 @@ Placement PlacementFromJsonOf(const J& j, const std::string& where) {
   const JsonReader r(where);
   r.Object(j, "",
            {"schema", "host", "flavor", "cells", "emulator_cpus", "emulator_consumed_cpus",
-            "devices", "floating_vcpus", "floating_memory_mib", "notes"});
+            "devices", "gpus", "floating_vcpus", "floating_memory_mib", "floating_cpu_milli", "notes"});
   std::string schema = PlacementString(r, j, "", "schema", true);
   if (schema != kPlacementSchema) {
     r.Fail("schema", "is '" + schema + "', expected '" + kPlacementSchema + "'",
@@ -216,8 +256,14 @@ Placement PlacementFromJsonOf(const J& j, const std::string& where) {
   for (size_t i = 0; i < devices.size(); ++i) {
     p.devices.push_back(DeviceFromJson(r, devices[i], JsonReader::Index("devices", i)));
   }
+  if (j.contains("gpus")) {
+    const J& gpus = PlacementArray(r, j, "gpus");
+    for (size_t i = 0; i < gpus.size(); ++i) p.gpus.push_back(GpuFromJson(r, gpus[i], JsonReader::Index("gpus", i)));
+  }
   p.floating_vcpus = PlacementInt(r, j, "", "floating_vcpus", false, 0);
   p.floating_memory_mib = PlacementUnsigned(r, j, "", "floating_memory_mib", false);
+  if (j.contains("floating_cpu_milli"))
+    p.floating_cpu_milli = static_cast<int64_t>(PlacementUnsigned(r, j, "", "floating_cpu_milli", false));
   const J& notes = PlacementArray(r, j, "notes");
   for (size_t i = 0; i < notes.size(); ++i) p.notes.push_back(r.String(notes[i], JsonReader::Index("notes", i)));
   return p;

@@ -1,6 +1,7 @@
 #include "placement/usage.h"
 
 #include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -76,6 +77,45 @@ CpuSet AllPinned(const HostUsage& usage) {
 // an under-count, not 2^64 pages.
 uint64_t SubClamped(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
 
+// The bits of memory slices [start, start + count) of a MIG GPU instance; 0 when out of range.
+uint32_t SliceBits(int start, int count) {
+  if (start < 0 || count <= 0 || start + count > 32) return 0;
+  return ((count == 32 ? ~uint32_t{0} : (uint32_t{1} << count) - 1)) << start;
+}
+
+// Why GPU part `g` cannot join `usage` (after the parts before it in the same placement were
+// added to `pending`, address -> what they hold), or "".
+std::string GpuConflict(const GpuPlacement& g, const HostUsage& usage,
+                        const std::map<std::string, SharedGpu>& pending) {
+  const std::string& a = g.address;
+  const auto shared = usage.shared_gpus.find(a);
+  const bool whole_elsewhere = usage.devices.count(a) && shared == usage.shared_gpus.end();
+  if (whole_elsewhere) return "GPU " + a + " is already used whole by another claim";
+  SharedGpu sum = shared == usage.shared_gpus.end() ? SharedGpu{} : shared->second;
+  const auto mine = pending.find(a);
+  if (mine != pending.end()) {
+    sum.milli += mine->second.milli;
+    sum.mig_slices |= mine->second.mig_slices;
+    sum.holders += mine->second.holders;
+  }
+  if (!g.is_mig() && !g.is_share()) {
+    if (sum.holders > 0) return "GPU " + a + " is shared (" + std::to_string(sum.milli) + "/1000 held), not free whole";
+    return "";
+  }
+  if (g.milli < 1 || g.milli > 1000) return "GPU " + a + ": a share of " + std::to_string(g.milli) + " thousandths is not 1..1000";
+  if (g.is_mig()) {
+    const uint32_t bits = SliceBits(g.mig_start, g.mig_slices);
+    if (bits == 0) return "GPU " + a + ": MIG slices " + std::to_string(g.mig_start) + "+" + std::to_string(g.mig_slices) + " are out of range";
+    if (sum.holders > 0 && sum.mig_slices == 0) return "GPU " + a + " holds time-slicing shares, not MIG slices";
+    if (sum.mig_slices & bits) return "GPU " + a + ": MIG memory slices " + std::to_string(g.mig_start) + ".." + std::to_string(g.mig_start + g.mig_slices - 1) + " overlap another GPU instance";
+    return "";
+  }
+  if (sum.mig_slices != 0) return "GPU " + a + " holds MIG slices, not time-slicing shares";
+  if (sum.milli + g.milli > 1000)
+    return "GPU " + a + ": " + std::to_string(sum.milli) + "/1000 already shared, " + std::to_string(g.milli) + " more would exceed the GPU";
+  return "";
+}
+
 bool IsEmpty(const NodeUsage& u) {
   return u.pinned_cpus.Empty() && u.shared_vcpus == 0 && u.pages_used.empty();
 }
@@ -96,6 +136,18 @@ std::string HostUsage::Apply(const Placement& p) {
       if (p.devices[j].address == address)
         return "device " + address + " appears twice in the same placement";
   }
+  std::map<std::string, SharedGpu> pending;  // GPU parts of `p` checked so far
+  for (const GpuPlacement& g : p.gpus) {
+    if (std::string why = GpuConflict(g, *this, pending); !why.empty()) return why;
+    for (const DevicePlacement& d : p.devices)
+      if (d.address == g.address) return "GPU " + g.address + " appears twice in the same placement";
+    SharedGpu& mine = pending[g.address];
+    if (!g.is_mig() && !g.is_share() && mine.holders > 0)
+      return "GPU " + g.address + " appears twice in the same placement";
+    mine.milli += g.milli;
+    mine.mig_slices |= SliceBits(g.mig_start, g.mig_slices);
+    ++mine.holders;
+  }
   // Every check passed: from here on nothing can fail, so usage changes all or nothing.
   for (const HeldNode& add : held.nodes) {
     NodeUsage& u = nodes[add.node];
@@ -104,8 +156,17 @@ std::string HostUsage::Apply(const Placement& p) {
     if (add.pages > 0) u.pages_used[add.page_size_kib] += add.pages;
   }
   for (const DevicePlacement& d : p.devices) devices.insert(d.address);
+  for (const GpuPlacement& g : p.gpus) {
+    devices.insert(g.address);
+    if (!g.is_mig() && !g.is_share()) continue;
+    SharedGpu& held = shared_gpus[g.address];
+    held.milli += g.milli;
+    held.mig_slices |= SliceBits(g.mig_start, g.mig_slices);
+    ++held.holders;
+  }
   floating_vcpus += p.floating_vcpus;
   floating_memory_mib += p.floating_memory_mib;
+  floating_cpu_milli += p.floating_cpu_milli;
   return "";
 }
 
@@ -129,8 +190,22 @@ void HostUsage::Release(const Placement& p) {
     if (IsEmpty(u)) nodes.erase(it);
   }
   for (const DevicePlacement& d : p.devices) devices.erase(d.address);
+  for (const GpuPlacement& g : p.gpus) {
+    auto held = shared_gpus.find(g.address);
+    if (held == shared_gpus.end()) {
+      devices.erase(g.address);
+      continue;
+    }
+    held->second.milli = std::max(0, held->second.milli - g.milli);
+    held->second.mig_slices &= ~SliceBits(g.mig_start, g.mig_slices);
+    if (--held->second.holders <= 0) {
+      shared_gpus.erase(held);
+      devices.erase(g.address);
+    }
+  }
   floating_vcpus = std::max(0, floating_vcpus - p.floating_vcpus);
   floating_memory_mib = SubClamped(floating_memory_mib, p.floating_memory_mib);
+  floating_cpu_milli = std::max<int64_t>(0, floating_cpu_milli - p.floating_cpu_milli);
 }
 
 }  // namespace accel::placement

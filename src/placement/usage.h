@@ -39,14 +39,26 @@ struct NodeUsage {
   std::map<uint64_t, uint64_t> pages_used;  ///< page size KiB -> pages held
 };
 
+/// What shares or MIG slices hold of one GPU. A GPU with an entry is also in HostUsage::devices,
+/// so nothing takes it whole; it holds either time-slicing/MPS shares or MIG slices, never both.
+struct SharedGpu {
+  int milli = 0;          ///< thousandths held by shares (0..1000), or by MIG slices' memory
+  uint32_t mig_slices = 0;  ///< bit i: memory slice i is in a MIG GPU instance; 0 = no MIG
+  int holders = 0;        ///< placements holding a part of it (the entry goes with the last)
+};
+
 struct HostUsage {
   std::map<int, NodeUsage> nodes;      ///< by host NUMA node OS id
-  std::set<std::string> devices;       ///< PCI addresses handed to guests
+  std::set<std::string> devices;       ///< PCI addresses handed to guests, wholly or in part
+  std::map<std::string, SharedGpu> shared_gpus;  ///< GPUs held in part, by PCI address
   int floating_vcpus = 0;              ///< vCPUs of guests without NUMA topology
   uint64_t floating_memory_mib = 0;    ///< memory of guests without NUMA topology
+  int64_t floating_cpu_milli = 0;      ///< pod-shaped CPU (thousandths) of guests without NUMA topology
 
   /// Adds what `p` holds. Returns "" on success; if any CPU, page or device is already held
-  /// (a double booking) returns the reason and leaves usage unchanged.
+  /// (a double booking) — a whole GPU already held in any way, shares above 1000 thousandths on
+  /// one GPU, shares beside MIG slices, overlapping MIG slices — returns the reason and leaves
+  /// usage unchanged.
   std::string Apply(const Placement& p);
   /// Removes what `p` holds; the caller guarantees `p` was applied before.
   void Release(const Placement& p);

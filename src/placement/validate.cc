@@ -6,6 +6,7 @@
 
 #include "placement/cell_fit.h"
 #include "placement/engine.h"
+#include "placement/gpu_fit.h"
 #include "placement/node_view.h"
 #include "placement/pci_fit.h"
 
@@ -131,21 +132,35 @@ std::string CheckDevices(const topology::HostTopology& host, const HostUsage& us
 std::string CheckFloating(const std::vector<NodeView>& views, const HostUsage& usage,
                           const PlacementRequest& req, const Placement& p) {
   if (!p.cells.empty() || !p.emulator_cpus.Empty()) return "a guest without NUMA topology got cells";
-  if (p.floating_vcpus != req.vcpus || p.floating_memory_mib != req.memory_mib)
-    return "floating vCPUs/memory differ from the request";
+  if (p.floating_vcpus != req.vcpus || p.floating_memory_mib != req.memory_mib ||
+      p.floating_cpu_milli != req.cpu_milli)
+    return "floating vCPUs/CPU thousandths/memory differ from the request";
   const FloatingRoom room = FloatingRoomOf(views, usage);
-  if (room.vcpus_used + req.vcpus > room.vcpu_capacity) return "shared CPU capacity exceeded";
+  const int64_t used_milli = int64_t{room.vcpus_used} * 1000 + room.cpu_milli_used;
+  if (used_milli + int64_t{req.vcpus} * 1000 + req.cpu_milli > static_cast<int64_t>(room.vcpu_capacity * 1000 + 0.5))
+    return "shared CPU capacity exceeded";
   if (room.free_base_mib < req.memory_mib) return "host memory exceeded";
   return "";
 }
 
 }  // namespace
 
+// The GPUs of `p` are one of the choices GpuChoices offers for `req` on `host` over `usage`.
+std::string CheckGpus(const topology::HostTopology& host, const HostUsage& usage, const PlacementRequest& req,
+                      const Placement& p) {
+  if (!req.gpu) return p.gpus.empty() ? "" : "GPUs placed for a request without a GPU part";
+  const std::vector<const topology::PciDevice*> accelerators = AcceleratorsOf(host);
+  for (const GpuChoice& c : GpuChoices(accelerators, GpuSlotsOf(accelerators, usage), *req.gpu, nullptr))
+    if (GpuPlacementsOf(accelerators, c, *req.gpu) == p.gpus) return "";
+  return "the GPUs are not a valid choice for the request on this host";
+}
+
 std::string Validate(const topology::HostTopology& host, const HostUsage& usage,
                      const HostPolicy& policy, const PlacementRequest& req, const Placement& p) {
   const std::vector<NodeView> views = BuildNodeViews(host, usage, policy);
   if (req.cells.empty()) {
     std::string e = CheckFloating(views, usage, req, p);
+    if (e.empty()) e = CheckGpus(host, usage, req, p);
     return e.empty() ? CheckDevices(host, usage, views, req, p) : e;
   }
   if (p.cells.size() != req.cells.size()) return "placement has a different number of cells";
