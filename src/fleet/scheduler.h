@@ -52,11 +52,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "fleet/fleet_view.h"
+#include "fleet/gpu_policy.h"
 #include "fleet/labels.h"
+#include "fleet/workload_mix.h"
 #include "placement/engine.h"
 #include "placement/request.h"
 
@@ -96,6 +99,15 @@ struct ScheduleOptions {
   /// their own seed spread over equally good hosts instead of racing for the first.
   std::string tiebreak_seed;
   int64_t now_unix = 0;           ///< for staleness; 0 = the view's taken_at
+  /// For requests with GPUs by model and size or pod CPU (PlacementRequest::gpu, cpu_milli):
+  /// the policy that ranks (host, GPUs) pairs (fleet/gpu_policy.h). `strategy` does not apply
+  /// to them.
+  GpuPolicy gpu_policy = GpuPolicy::kAccel;
+  /// The expected request mix the fragmentation-aware policies keep usable; null = the request
+  /// alone (each decision then keeps the fleet usable for more of the same).
+  std::shared_ptr<const WorkloadMix> mix;
+  /// Seed of GpuPolicy::kRandom's draws (with the decision's count of earlier draws).
+  uint64_t random_seed = 0;
 };
 
 /// A host and the placement the engine made there.
@@ -133,12 +145,35 @@ struct ScheduleResult {
   int hosts_ranked = 0;
 };
 
-/// Decides `options.count` instances of `request` on `view`. Instances after the first see the
+/// Decides `options.count` instances of `request` on `view`. A request with GPUs by model and
+/// size or pod CPU is ranked by options.gpu_policy instead of steps 2-4 above (every eligible
+/// host whose free CPU, memory and GPUs can hold it is scored per GPU choice; the engine then
+/// checks the best, PlaceWithGpuChoice); filters, partitions, alternates and causes are the same. Instances after the first see the
 /// earlier ones applied to a working copy (the view itself is not changed). Returns as many as
 /// fit; all_placed says whether that is all of them. Throws InputError when options.partition
 /// is not 0 <= index < count.
 ScheduleResult Schedule(const FleetView& view, const placement::PlacementRequest& request,
                         const ScheduleOptions& options);
+
+/// One host's answer to a request with GPUs by model and size or pod CPU, for a caller that
+/// asks about given hosts (the Kubernetes scheduler extender's filter and prioritize).
+struct HostVerdict {
+  size_t host_index = 0;   ///< index in FleetView::hosts()
+  bool fits = false;       ///< the engine places the request there
+  std::string reason;      ///< why not, when it does not fit (NoFitReason or a filter's cause)
+  /// The policy's cost of the best GPU choice there (lower is better); with the others',
+  /// what ranks hosts.
+  double cost = 0;
+  /// 0..100, higher is better: the costs of the fitting hosts mapped linearly (the best 100,
+  /// the worst 0; all 100 when they are equal).
+  int score = 0;
+};
+
+/// Judges `request` (one with PlacementRequest::gpu or cpu_milli) on each of `hosts` (indexes
+/// into view.hosts()) with options' filters (state, staleness, where) and policy, in the order
+/// given. Throws InputError when the request has neither.
+std::vector<HostVerdict> JudgeHosts(const FleetView& view, const placement::PlacementRequest& request,
+                                    const ScheduleOptions& options, const std::vector<size_t>& hosts);
 
 /// The partition (0 .. count - 1) of a host whose name has FNV-1a `name_hash` (RankRow::name_hash):
 /// the hash mixed by splitmix64's finalizer, modulo count. (FNV-1a's low bits depend only on the
