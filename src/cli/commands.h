@@ -30,6 +30,7 @@ void RegisterClusterPods(CLI::App* cluster, int* exit_code);
 
 /// `accel fleet serve`, added under `fleet` by RegisterFleet.
 void RegisterFleetServe(CLI::App* fleet, int* exit_code);
+void RegisterFleetReplay(CLI::App* fleet, int* exit_code);  ///< accel fleet replay
 
 /// `accel fabric env|pod|topo-xml|netconf`, added under `fabric` by RegisterFabric.
 void RegisterFabricOutputs(CLI::App* fabric, int* exit_code);

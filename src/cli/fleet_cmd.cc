@@ -761,6 +761,7 @@ void RegisterFleet(CLI::App& app, int* exit_code) {
   RegisterHost(fleet_cmd, exit_code);
   RegisterPlaceAndClaims(fleet_cmd, exit_code);
   RegisterFleetServe(fleet_cmd, exit_code);
+  RegisterFleetReplay(fleet_cmd, exit_code);
 }
 
 }  // namespace accel::cli

@@ -19,7 +19,10 @@ std::string UsageText(const placement::HostUsage& u) {
     s += ";";
   }
   for (const std::string& d : u.devices) s += d + ",";
+  for (const auto& [address, g] : u.shared_gpus)
+    s += "s" + address + "=" + std::to_string(g.milli) + "/" + std::to_string(g.mig_slices) + ",";
   s += "f" + std::to_string(u.floating_vcpus) + "/" + std::to_string(u.floating_memory_mib);
+  if (u.floating_cpu_milli != 0) s += "/" + std::to_string(u.floating_cpu_milli) + "m";
   return s;
 }
 
@@ -41,6 +44,13 @@ RankRow RowWithoutState(const HostEntry& e, const HardwareInfo& hw, uint32_t har
 }
 
 }  // namespace
+
+void CountGpuShape(const placement::Placement& p, int sign, std::map<int, int>* shapes) {
+  if (p.gpus.empty()) return;
+  const bool part = p.gpus.size() == 1 && (p.gpus.front().is_share() || p.gpus.front().is_mig());
+  const int key = part ? 0 : static_cast<int>(p.gpus.size());
+  if ((*shapes)[key] += sign; (*shapes)[key] <= 0) shapes->erase(key);
+}
 
 void Summarize(HostEntry* e) {
   const topology::HostTopology& hw = *e->hardware;
@@ -67,7 +77,20 @@ void Summarize(HostEntry* e) {
   s.total_pinnable_cpus = sets.dedicated.Count();
   s.free_pinnable_cpus = sets.dedicated.Minus(sets.pinned).Count();
   s.idle = e->usage.nodes.empty() && e->usage.devices.empty() && e->usage.floating_vcpus == 0 &&
-           e->usage.floating_memory_mib == 0;
+           e->usage.floating_memory_mib == 0 && e->usage.floating_cpu_milli == 0;
+  {
+    const std::vector<placement::NodeView> views = placement::BuildNodeViews(hw, e->usage, e->record.policy);
+    const placement::FloatingRoom room = placement::FloatingRoomOf(views, e->usage);
+    const placement::FloatingRoom empty_room = placement::FloatingRoomOf(views, placement::HostUsage{});
+    s.share.total_cpu_milli = static_cast<int64_t>(room.vcpu_capacity * 1000 + 0.5);
+    s.share.free_cpu_milli = std::max<int64_t>(
+        0, s.share.total_cpu_milli - int64_t{room.vcpus_used} * 1000 - room.cpu_milli_used);
+    s.share.free_memory_mib = room.free_base_mib;
+    s.share.total_memory_mib = empty_room.free_base_mib;
+    s.share.gpus = placement::GpuSlotsOf(placement::AcceleratorsOf(hw), e->usage);
+    // The hardware's identity: its topology id (hosts of one SKU share it) with the policy.
+    s.share.key = ShareStateKey(s.share, Fnv1a(e->record.topology_id) ^ Fnv1a(HostPolicyToJson(e->record.policy).dump()));
+  }
   e->summary = std::move(s);
   e->usage_key = e->record.topology_id + "|" + HostPolicyToJson(e->record.policy).dump() + "|" + UsageText(e->usage);
 }
@@ -82,6 +105,7 @@ HostEntry MakeHostEntry(const HostRecord& record, std::shared_ptr<const topology
       throw InputError("claim " + c->id, "", "overlaps earlier claims on " + record.name + ": " + overlap,
                        "run `accel fleet audit` and release it with `accel fleet release " + c->id + "`");
     e.claims.push_back(c->id);
+    CountGpuShape(c->placement, +1, &e.gpu_shapes);
   }
   Summarize(&e);
   return e;
@@ -194,10 +218,20 @@ int FleetView::IndexOf(const std::string& name) const {
 std::string FleetView::Apply(size_t index, const placement::Placement& p) {
   HostEntry& e = hosts_.at(index);
   if (std::string err = e.usage.Apply(p); !err.empty()) return err;
+  CountGpuShape(p, +1, &e.gpu_shapes);
   ++e.record.generation;
   Summarize(&e);
   SetRow(index, /*had_row=*/true);
   return "";
+}
+
+void FleetView::Release(size_t index, const placement::Placement& p) {
+  HostEntry& e = hosts_.at(index);
+  e.usage.Release(p);
+  CountGpuShape(p, -1, &e.gpu_shapes);
+  ++e.record.generation;
+  Summarize(&e);
+  SetRow(index, /*had_row=*/true);
 }
 
 void FleetView::Upsert(HostEntry entry) {

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "fleet/fleet_store.h"
+#include "fleet/gpu_policy.h"
 #include "fleet/host_record.h"
 #include "placement/usage.h"
 #include "topology/host.h"
@@ -43,6 +44,10 @@ struct HostSummary {
   std::vector<bool> node_partly_used;
   bool has_partly_used_node = false;  ///< some node_partly_used entry is true
   bool idle = true;                 ///< no claim holds anything on the host
+  /// For requests with GPUs by model and size and pod CPU (fleet/gpu_policy.h): free and total
+  /// shared CPU (thousandths) and floating memory, and each accelerator's state. `allowed`,
+  /// `gpu_shapes` and `hardware` are left for the scheduler to set.
+  ShareHostState share;
 };
 
 struct HostEntry {
@@ -50,11 +55,17 @@ struct HostEntry {
   std::shared_ptr<const topology::HostTopology> hardware;  ///< shared by hosts of one SKU
   placement::HostUsage usage;       ///< sum of its live claims
   std::vector<std::string> claims;  ///< ids of its live claims, oldest first
+  /// Its live claims by GPU shape: whole GPUs by count, 0 for a share or MIG slice (claims
+  /// without GPUs by model and size are not counted). What GpuPolicy::kClustering reads.
+  std::map<int, int> gpu_shapes;
   HostSummary summary;              ///< counts of hardware under usage and policy
   /// Identifies (hardware, policy, usage): two hosts with the same key get the same answer
   /// from the placement engine, so a scheduler asks once per key.
   std::string usage_key;
 };
+
+/// Counts `p` in a host's gpu_shapes (HostEntry::gpu_shapes) with `sign` +1 (claimed) or -1.
+void CountGpuShape(const placement::Placement& p, int sign, std::map<int, int>* shapes);
 
 /// Computes summary and usage_key of `entry` from its hardware, policy and usage.
 void Summarize(HostEntry* entry);
@@ -124,6 +135,9 @@ class FleetView {
   /// Adds what `p` holds to host `index` (a placement the caller made on this view), bumping
   /// the view's generation of it by one, as a stored claim does. Returns "" or the conflict.
   std::string Apply(size_t index, const placement::Placement& p);
+  /// Removes what `p` holds from host `index` (a placement applied to it before: a claim that
+  /// left), bumping its generation by one, as a stored release does.
+  void Release(size_t index, const placement::Placement& p);
 
   /// Replaces the host named entry.record.name (adding it, in name order, when new) with
   /// `entry` as the store now has it. For services that poll the store.

@@ -25,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -61,9 +62,20 @@ struct ShareHostState {
   std::vector<placement::GpuSlot> gpus;  ///< the host's accelerators, PCI order
   /// Per mix entry, the GPUs of a model it allows (bit i = gpus[i]); all ones without models.
   const std::vector<uint64_t>* allowed = nullptr;
+  /// Placements on the host by their GPU shape: whole GPUs by count (1, 2, 8, ...), 0 for a
+  /// share or MIG slice (what GpuClustering groups by); null = unknown.
+  const std::map<int, int>* gpu_shapes = nullptr;
+  /// Identifies the hardware (equal ids: same GPUs and models), for memoizing.
+  uint32_t hardware = 0;
+  /// Identifies the host's hardware, policy and share state (fields above but allowed and
+  /// gpu_shapes, plus the hardware's identity): set by Summarize, read by memos.
+  uint64_t key = 0;
   /// Free GPU capacity in thousandths (sum of free_milli).
   int64_t FreeGpuMilli() const;
 };
+
+/// ShareHostState::key of `host` on hardware identified by `hardware_identity`.
+uint64_t ShareStateKey(const ShareHostState& host, uint64_t hardware_identity);
 
 /// Fragmentation of one host for a mix, in GPU thousandths.
 struct HostFragmentation {
@@ -76,27 +88,60 @@ struct HostFragmentation {
 /// names models).
 HostFragmentation FragmentationOf(const ShareHostState& host, const WorkloadMix& mix);
 
+/// A choice's cost under a policy: hosts are ranked by the cost of their best choice (lower
+/// first); within a host, choices by (cost, within), then GPU order.
+struct ChoiceCost {
+  double cost = 0;    ///< the host's rank under the policy
+  double within = 0;  ///< the policy's preference among one host's choices (GPU selection)
+};
+
 /// Scores GPU choices for one request under one policy.
 class GpuScorer {
  public:
   /// `mix` may be null (the request alone is the mix). `seed` drives kRandom.
   GpuScorer(GpuPolicy policy, std::shared_ptr<const WorkloadMix> mix, uint64_t seed);
 
-  /// The cost of giving `request` (its mix entry `ask`) to `host` with `choice` (lower is
-  /// better). `before` is the host now; `after` the host with the request given. `host_key`
-  /// identifies `before`'s state (equal keys: equal states) for memoizing F.
-  double Cost(const MixEntry& ask, const ShareHostState& before, const ShareHostState& after,
-              uint64_t before_key, uint64_t after_key, const placement::GpuChoice& choice);
+  /// The cost of giving `ask` to a host with `choice`: `before` is the host now, `after` the
+  /// host with the request given.
+  ChoiceCost Cost(const MixEntry& ask, const ShareHostState& before, const ShareHostState& after,
+                  const placement::GpuChoice& choice);
+
+  /// F(h) of `host` under the mix the policy keeps usable, memoized by host state.
+  double Fragmentation(const ShareHostState& host);
 
   GpuPolicy policy() const { return policy_; }
   const WorkloadMix& mix() const { return *mix_; }
+  /// Sets the mix to `ask` alone when the scorer has none (first call of a decision).
+  void UseAskAsMix(const MixEntry& ask);
+  /// Starts a decision (kRandom draws anew) and, per host, a host's choices (kRandom gives all
+  /// of one host's choices the same host rank).
+  void BeginDecision();
+  void BeginHost(uint64_t host_hash);
+
+  /// A host's best choice for one kind of request, kept across decisions by (host state key,
+  /// request shape): for policies whose cost depends on the host state only (not kRandom,
+  /// kClustering).
+  struct CachedBest {
+    bool fits = false;
+    placement::GpuChoice choice;
+    ChoiceCost cost;
+  };
+  std::unordered_map<uint64_t, CachedBest>& best_cache() { return best_cache_; }
+
+  /// Per mix entry, the GPUs of `accelerators` (a host's, PCI order) its models allow, as
+  /// ShareHostState::allowed wants it; memoized per hardware (`hardware` identifies it).
+  const std::vector<uint64_t>& AllowedMasks(const void* hardware,
+                                            const std::vector<const topology::PciDevice*>& accelerators);
 
  private:
-  double Fragmentation(const ShareHostState& host, uint64_t key);
   GpuPolicy policy_;
   std::shared_ptr<const WorkloadMix> mix_;
   uint64_t rng_;
+  uint64_t decision_draw_ = 0;
+  uint64_t host_draw_ = 0;
   std::unordered_map<uint64_t, double> memo_;
+  std::unordered_map<const void*, std::vector<uint64_t>> allowed_;
+  std::unordered_map<uint64_t, CachedBest> best_cache_;
 };
 
 }  // namespace accel::fleet

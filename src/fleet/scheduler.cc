@@ -10,6 +10,7 @@
 
 #include "common/error.h"
 #include "common/hash.h"
+#include "fleet/share_scheduler.h"
 #include "placement/pci_fit.h"
 
 namespace accel::fleet {
@@ -288,6 +289,7 @@ std::vector<std::string> DescribeCauses(const std::vector<CauseCount>& causes) {
 
 ScheduleResult Schedule(const FleetView& view, const placement::PlacementRequest& request,
                         const ScheduleOptions& options) {
+  if (IsShareRequest(request)) return ScheduleShares(view, request, options);
   ScheduleResult result;
   const int64_t now = options.now_unix ? options.now_unix : view.taken_at();
   const size_t n = view.hosts().size();

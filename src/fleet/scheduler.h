@@ -108,6 +108,10 @@ struct ScheduleOptions {
   std::shared_ptr<const WorkloadMix> mix;
   /// Seed of GpuPolicy::kRandom's draws (with the decision's count of earlier draws).
   uint64_t random_seed = 0;
+  /// A scorer kept across decisions (it memoizes fragmentation per host state, which is most of
+  /// a decision's time on a large fleet); when set, its policy and mix are used and gpu_policy,
+  /// mix and random_seed are not. Not thread-safe: one decision at a time per scorer.
+  std::shared_ptr<GpuScorer> scorer;
 };
 
 /// A host and the placement the engine made there.

@@ -72,10 +72,8 @@ std::vector<GpuSlot> GpuSlotsOf(const std::vector<const topology::PciDevice*>& a
     if (shared == usage.shared_gpus.end()) {
       s.whole_held = true;
       s.free_milli = 0;
-    } else if (shared->second.mig_slices != 0) {
-      s.mig_slices = shared->second.mig_slices;
-      s.free_milli = 0;
     } else {
+      s.mig_slices = shared->second.mig_slices;
       s.free_milli = std::max(0, 1000 - shared->second.milli);
     }
   }

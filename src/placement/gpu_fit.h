@@ -40,7 +40,8 @@ bool GpuModelMatches(const std::string& model, uint16_t vendor_id, uint16_t devi
 /// One GPU of a host under a usage, compactly (what policies score).
 struct GpuSlot {
   int index = 0;            ///< among the host's accelerators, PCI order
-  int free_milli = 1000;    ///< 1000 free; 1000 - shares while shared; 0 held whole or by MIG
+  /// 1000 free; 0 held whole; else 1000 - the thousandths its shares (or MIG slices) hold
+  int free_milli = 1000;
   uint32_t mig_slices = 0;  ///< memory slices held by MIG instances (bit i = slice i)
   bool whole_held = false;  ///< held whole (a passthrough device or a whole-GPU placement)
   int node = -1;            ///< host NUMA node OS id (-1 unknown)

@@ -1,0 +1,324 @@
+#include "fleet/gpu_policy.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+#include "common/error.h"
+
+namespace accel::fleet {
+
+namespace {
+
+// The paper's normalizers (kubernetes-scheduler-simulator, open-gpu-share const.go): the
+// largest node it models, 128 CPUs and 8 GPUs.
+constexpr double kMaxSpecCpu = 128000;
+constexpr double kMaxSpecGpu = 8000;
+
+uint64_t Mix64(uint64_t h) {
+  h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
+  return h ^ (h >> 31);
+}
+
+uint64_t AllowedMask(const ShareHostState& h, size_t entry) {
+  if (!h.allowed || entry >= h.allowed->size()) return ~uint64_t{0};
+  return (*h.allowed)[entry];
+}
+
+bool Usable(const placement::GpuSlot& g) { return !g.whole_held; }
+
+// Whether mix entry `m` fits `h` by CPU and GPUs (FGD's Q3: memory is not part of the measure),
+// and the free thousandths of the GPUs it cannot use when it fits.
+struct EntryFit {
+  bool fits = false;
+  int64_t unusable = 0;  ///< with fits: free capacity on GPUs the entry cannot use
+};
+
+EntryFit FitEntry(const MixEntry& m, size_t index, const ShareHostState& h) {
+  EntryFit f;
+  if (m.GpuMilli() == 0) return f;  // CPU-only: uses no GPU
+  const uint64_t allowed = AllowedMask(h, index);
+  if (h.free_cpu_milli < m.cpu_milli) return f;
+  int ok = 0;
+  for (size_t i = 0; i < h.gpus.size(); ++i) {
+    const placement::GpuSlot& g = h.gpus[i];
+    const bool model = i >= 64 || (allowed >> i) & 1;
+    bool can = false;
+    if (model && Usable(g)) {
+      if (!m.mig_profile.empty()) can = g.free_milli >= m.gpu_milli && (g.mig_slices != 0 || g.free_milli == 1000);
+      else if (m.gpu_count == 1 && m.gpu_milli < 1000) can = g.mig_slices == 0 && g.free_milli >= m.gpu_milli;
+      else can = g.mig_slices == 0 && g.free_milli == 1000;
+    }
+    if (can) ++ok;
+    else f.unusable += g.free_milli;
+  }
+  f.fits = ok >= (m.mig_profile.empty() ? m.gpu_count : 1);
+  return f;
+}
+
+int64_t FreeMilliOf(const ShareHostState& h) {
+  int64_t t = 0;
+  for (const placement::GpuSlot& g : h.gpus) t += g.free_milli;
+  return t;
+}
+
+// FGD's F(h), as published: every typical pod that does not fit (or uses no GPU) makes all free
+// GPU capacity a fragment; one that fits, the GPUs with less free than it asks.
+double FgdFragmentation(const ShareHostState& h, const WorkloadMix& mix) {
+  const int64_t total = FreeMilliOf(h);
+  if (total == 0) return 0;
+  double f = 0;
+  for (size_t k = 0; k < mix.entries.size(); ++k) {
+    const MixEntry& m = mix.entries[k];
+    const EntryFit fit = FitEntry(m, k, h);
+    f += m.weight * static_cast<double>(fit.fits ? fit.unusable : total);
+  }
+  return f;
+}
+
+uint64_t StateKey(const ShareHostState& h) {
+  uint64_t k = Mix64(h.hardware + 0x9e3779b97f4a7c15ULL);
+  k = Mix64(k ^ static_cast<uint64_t>(h.free_cpu_milli));
+  for (const placement::GpuSlot& g : h.gpus)
+    k = Mix64(k ^ (static_cast<uint64_t>(g.free_milli) | uint64_t{g.mig_slices} << 16 | uint64_t{g.whole_held} << 48));
+  return k;
+}
+
+}  // namespace
+
+uint64_t ShareStateKey(const ShareHostState& h, uint64_t hardware_identity) {
+  uint64_t k = Mix64(hardware_identity ^ 0x2545f4914f6cdd1dULL);
+  k = Mix64(k ^ static_cast<uint64_t>(h.free_cpu_milli));
+  k = Mix64(k ^ static_cast<uint64_t>(h.total_cpu_milli));
+  k = Mix64(k ^ h.free_memory_mib);
+  for (const placement::GpuSlot& g : h.gpus)
+    k = Mix64(k ^ (static_cast<uint64_t>(g.free_milli) | uint64_t{g.mig_slices} << 16 | uint64_t{g.whole_held} << 48 |
+                   static_cast<uint64_t>(static_cast<uint32_t>(g.node)) << 52));
+  return k;
+}
+
+namespace {
+
+double Sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+
+// GpuClustering's tag of a request: 0 for a share (or MIG slice), N for N whole GPUs.
+int ShapeTag(const MixEntry& ask) {
+  return ask.gpu_count == 1 && (ask.gpu_milli < 1000 || !ask.mig_profile.empty()) ? 0 : ask.gpu_count;
+}
+
+}  // namespace
+
+const char* GpuPolicyName(GpuPolicy policy) {
+  switch (policy) {
+    case GpuPolicy::kAccel: return "accel";
+    case GpuPolicy::kFgd: return "fgd";
+    case GpuPolicy::kBestFit: return "best-fit";
+    case GpuPolicy::kPacking: return "packing";
+    case GpuPolicy::kClustering: return "clustering";
+    case GpuPolicy::kDotProduct: return "dot-product";
+    case GpuPolicy::kRandom: return "random";
+  }
+  return "accel";
+}
+
+const std::vector<GpuPolicy>& AllGpuPolicies() {
+  static const std::vector<GpuPolicy> all = {GpuPolicy::kAccel,      GpuPolicy::kFgd,        GpuPolicy::kBestFit,
+                                             GpuPolicy::kPacking,    GpuPolicy::kClustering, GpuPolicy::kDotProduct,
+                                             GpuPolicy::kRandom};
+  return all;
+}
+
+GpuPolicy ParseGpuPolicy(const std::string& text, const std::string& where) {
+  std::string names;
+  for (GpuPolicy p : AllGpuPolicies()) {
+    if (text == GpuPolicyName(p)) return p;
+    names += (names.empty() ? "" : ", ") + std::string(GpuPolicyName(p));
+  }
+  throw InputError(where, text, "is not a GPU placement policy", "use one of " + names);
+}
+
+int64_t ShareHostState::FreeGpuMilli() const { return FreeMilliOf(*this); }
+
+HostFragmentation FragmentationOf(const ShareHostState& host, const WorkloadMix& mix) {
+  HostFragmentation out;
+  out.free_milli = FreeMilliOf(host);
+  // GPUs no GPU-asking entry may use are unwanted, not fragmented.
+  uint64_t wanted = 0;
+  double gpu_weight = 0;
+  for (size_t k = 0; k < mix.entries.size(); ++k) {
+    if (mix.entries[k].GpuMilli() == 0) continue;
+    wanted |= AllowedMask(host, k);
+    gpu_weight += mix.entries[k].weight;
+  }
+  for (size_t i = 0; i < host.gpus.size() && i < 64; ++i)
+    if (!((wanted >> i) & 1)) out.unwanted_milli += host.gpus[i].free_milli;
+  if (gpu_weight <= 0) return out;
+  // F over the GPU-asking entries (weights renormalized among them): a CPU-only request makes no
+  // GPU capacity unusable; the unwanted part is counted apart.
+  double f = 0;
+  for (size_t k = 0; k < mix.entries.size(); ++k) {
+    const MixEntry& m = mix.entries[k];
+    if (m.GpuMilli() == 0) continue;
+    const EntryFit fit = FitEntry(m, k, host);
+    const int64_t lost = (fit.fits ? fit.unusable : out.free_milli);
+    int64_t unwanted_in = 0;
+    for (size_t i = 0; i < host.gpus.size() && i < 64; ++i)
+      if (!((wanted >> i) & 1)) unwanted_in += host.gpus[i].free_milli;
+    f += m.weight / gpu_weight * static_cast<double>(std::max<int64_t>(0, lost - unwanted_in));
+  }
+  out.fragmented_milli = f;
+  return out;
+}
+
+GpuScorer::GpuScorer(GpuPolicy policy, std::shared_ptr<const WorkloadMix> mix, uint64_t seed)
+    : policy_(policy), mix_(std::move(mix)), rng_(Mix64(seed ^ 0x5851f42d4c957f2dULL)) {}
+
+void GpuScorer::UseAskAsMix(const MixEntry& ask) {
+  if (mix_ && !mix_->entries.empty()) return;
+  auto mix = std::make_shared<WorkloadMix>();
+  mix->entries.push_back(ask);
+  mix->entries.back().weight = 1;
+  mix_ = std::move(mix);
+  memo_.clear();
+  allowed_.clear();
+  best_cache_.clear();
+}
+
+void GpuScorer::BeginDecision() { decision_draw_ = rng_ = Mix64(rng_ + 0x632be59bd9b4e019ULL); }
+
+void GpuScorer::BeginHost(uint64_t host_hash) { host_draw_ = Mix64(decision_draw_ ^ Mix64(host_hash)); }
+
+const std::vector<uint64_t>& GpuScorer::AllowedMasks(const void* hardware,
+                                                     const std::vector<const topology::PciDevice*>& accelerators) {
+  auto it = allowed_.find(hardware);
+  if (it != allowed_.end()) return it->second;
+  std::vector<uint64_t> masks;
+  for (const MixEntry& m : mix_->entries) {
+    uint64_t mask = 0;
+    for (size_t i = 0; i < accelerators.size() && i < 64; ++i) {
+      const topology::PciDevice& d = *accelerators[i];
+      if (placement::GpuModelMatches(placement::GpuModelOf(d), d.vendor_id, d.device_id, m.models))
+        mask |= uint64_t{1} << i;
+    }
+    masks.push_back(mask);
+  }
+  return allowed_.emplace(hardware, std::move(masks)).first->second;
+}
+
+double GpuScorer::Fragmentation(const ShareHostState& host) {
+  const uint64_t key = StateKey(host);
+  auto it = memo_.find(key);
+  if (it != memo_.end()) return it->second;
+  const double f = FgdFragmentation(host, *mix_);
+  memo_.emplace(key, f);
+  return f;
+}
+
+ChoiceCost GpuScorer::Cost(const MixEntry& ask, const ShareHostState& before, const ShareHostState& after,
+                           const placement::GpuChoice& choice) {
+  const int64_t t_before = FreeMilliOf(before);
+  const double pod_gpu = static_cast<double>(ask.GpuMilli());
+  const double pod_cpu = static_cast<double>(ask.cpu_milli);
+  // "best" GPU selection of the baselines: the choice that leaves its GPU the least free.
+  double best_gpu = 0;
+  for (int g : choice.gpus) best_gpu += after.gpus[static_cast<size_t>(g)].free_milli;
+  switch (policy_) {
+    case GpuPolicy::kFgd: {
+      const double f0 = Fragmentation(before), f1 = Fragmentation(after);
+      const auto score = static_cast<int64_t>(Sigmoid((f0 - f1) / 1000.0) * 100);
+      return {-static_cast<double>(score), 0};
+    }
+    case GpuPolicy::kAccel: {
+      static const int variant = [] { const char* v = std::getenv("ACCEL_VARIANT"); return v ? std::atoi(v) : 0; }();
+      static const double quantum = [] { const char* v = std::getenv("ACCEL_QUANTUM"); return v ? std::atof(v) : 40.0; }();
+      const double f0 = Fragmentation(before), f1 = Fragmentation(after);
+      const double t_after = static_cast<double>(FreeMilliOf(after));
+      const double cpu_after = static_cast<double>(after.free_cpu_milli);
+      switch (variant) {
+        case 1: {  // FGD's score, ties by best fit
+          const auto score = static_cast<int64_t>(Sigmoid((f0 - f1) / 1000.0) * 100);
+          return {-static_cast<double>(score), best_gpu * 1e6 + t_after * 1e3 / 8000 + cpu_after / 128000};
+        }
+        case 2: {  // FGD's score, ties by GPU only within
+          const auto score = static_cast<int64_t>(Sigmoid((f0 - f1) / 1000.0) * 100);
+          return {-static_cast<double>(score), best_gpu};
+        }
+        case 3: {  // quantized delta, ties by best fit
+          return {std::floor((f1 - f0) / quantum), best_gpu * 1e6 + t_after * 1e3 / 8000 + cpu_after / 128000};
+        }
+        case 4: {  // quantized delta, ties by worst fit (spread)
+          return {std::floor((f1 - f0) / quantum), best_gpu * 1e6 - t_after * 1e3 / 8000 - cpu_after / 128000};
+        }
+        case 5:
+        case 6: {  // FGD + expected CPU stranding
+          static const double alpha = [] { const char* v = std::getenv("ACCEL_ALPHA"); return v ? std::atof(v) : 1.0; }();
+          double cpu_w = 0, gpu_w = 0;
+          for (const MixEntry& m : mix_->entries)
+            if (m.GpuMilli() > 0) cpu_w += m.weight * static_cast<double>(m.cpu_milli), gpu_w += m.weight * static_cast<double>(m.GpuMilli());
+          const double r = gpu_w > 0 ? cpu_w / gpu_w : 0;
+          auto stranded = [&](const ShareHostState& h) {
+            const double t = static_cast<double>(FreeMilliOf(h));
+            return r > 0 ? std::max(0.0, t - static_cast<double>(h.free_cpu_milli) / r) : 0.0;
+          };
+          const double d = (f1 - f0) + alpha * (stranded(after) - stranded(before));
+          if (variant == 5) {
+            const auto score = static_cast<int64_t>(Sigmoid(-d / 1000.0) * 100);
+            return {-static_cast<double>(score), best_gpu};
+          }
+          return {std::floor(d / quantum), best_gpu * 1e6 + t_after * 1e3 / 8000 + cpu_after / 128000};
+        }
+        default:
+          return {f1 - f0, best_gpu};
+      }
+    }
+    case GpuPolicy::kBestFit: {
+      const double s = 0.5 * (static_cast<double>(before.free_cpu_milli) - pod_cpu) / kMaxSpecCpu +
+                       0.5 * (static_cast<double>(t_before) - pod_gpu) / kMaxSpecGpu;
+      return {-static_cast<double>(static_cast<int64_t>((1 - s) * 100)), best_gpu};
+    }
+    case GpuPolicy::kDotProduct: {
+      const double dot = (static_cast<double>(before.free_cpu_milli) / kMaxSpecCpu) * (pod_cpu / kMaxSpecCpu) +
+                         (static_cast<double>(t_before) / kMaxSpecGpu) * (pod_gpu / kMaxSpecGpu);
+      return {-static_cast<double>(static_cast<int64_t>(100 * (1 - dot / 2))), best_gpu};
+    }
+    case GpuPolicy::kClustering: {
+      if (ask.GpuMilli() == 0) return {0, best_gpu};
+      const int64_t base = (25 * (8000 - t_before)) / 8000;
+      int64_t bonus = 0;
+      const int tag = ShapeTag(ask);
+      const std::map<int, int> none;
+      const std::map<int, int>& aff = before.gpu_shapes ? *before.gpu_shapes : none;
+      auto same = aff.find(tag);
+      if (same != aff.end() && same->second > 0) bonus = aff.size() == 1 ? 75 : 50;
+      else if (aff.empty()) bonus = 25;
+      return {-static_cast<double>(base + bonus), best_gpu};
+    }
+    case GpuPolicy::kPacking: {
+      if (ask.GpuMilli() == 0) return {0, best_gpu};
+      int fully_free = 0;
+      for (const placement::GpuSlot& g : before.gpus) fully_free += g.free_milli == 1000 && Usable(g);
+      int64_t score = 0;
+      if (fully_free == ask.gpu_count && static_cast<size_t>(fully_free) == before.gpus.size()) {
+        score = std::max(33 - fully_free, fully_free);
+      } else {
+        int k = 0;
+        int64_t used_left = 0;
+        for (int g : choice.gpus) {
+          const int left = before.gpus[static_cast<size_t>(g)].free_milli;
+          k += left == 1000;
+          used_left += left * 100 / 1000;
+        }
+        score = k > 0 ? std::max(50 - k, 33) : std::max<int64_t>(100 - used_left / 10, 50);
+      }
+      return {-static_cast<double>(score), best_gpu};
+    }
+    case GpuPolicy::kRandom: {
+      rng_ = Mix64(rng_ + 0x9e3779b97f4a7c15ULL);
+      return {static_cast<double>(host_draw_ >> 11), static_cast<double>(rng_ >> 11)};
+    }
+  }
+  return {};
+}
+
+}  // namespace accel::fleet
