@@ -4,6 +4,7 @@
 //   accel fleet store migrate|status
 #include <algorithm>
 #include <filesystem>
+#include <cstdio>
 #include <iostream>
 #include <memory>
 #include <set>
@@ -532,10 +533,29 @@ void PrintCapacityTable(const nlohmann::ordered_json& doc, const std::string& gr
   }
   std::cout << doc["hosts"] << " hosts counted (enabled, not stale" << (filtered ? ", matching --where" : "") << ")\n";
   std::cout << FormatTable(rows);
-  std::cout << "stranded accelerators: " << doc["stranded_accelerators"] << "\n";
-  for (const auto& s : doc["stranded"])
+  std::cout << "stranded accelerators (by fragmentation): " << doc["stranded_accelerators"] << "\n";
+  for (const auto& s : doc["stranded"]) {
+    if (s["stranded"].empty()) continue;
     std::cout << "  " << s["host"].get<std::string>() << ": " << s["stranded"].size() << " of " << s["free_accelerators"]
               << " free unusable; " << s["reason"].get<std::string>() << "\n";
+  }
+  // Older servers (before unwanted and fragmentation) answer without these fields.
+  if (doc.contains("unwanted_accelerators")) {
+    std::cout << "unwanted accelerators (no flavor asks for them): " << doc["unwanted_accelerators"] << "\n";
+    for (const auto& s : doc["stranded"])
+      if (s.contains("unwanted") && !s["unwanted"].empty())
+        std::cout << "  " << s["host"].get<std::string>() << ": " << s["unwanted"].size() << " of "
+                  << s["free_accelerators"] << " free\n";
+  }
+  if (doc.contains("fragmentation")) {
+    const auto& f = doc["fragmentation"];
+    const double free = f["free_gpus"].get<double>();
+    const double frag = f["fragmented_gpus"].get<double>();
+    char line[200];
+    std::snprintf(line, sizeof line, "GPU fragmentation: %.2f of %.2f free GPUs the flavors cannot use (%.1f%%); %.2f not wanted by them\n",
+                  frag, free, free > 0 ? 100.0 * frag / free : 0.0, f["unwanted_gpus"].get<double>());
+    std::cout << line;
+  }
 }
 
 int CapacityCmd(const CapacityCmdOptions& o) {

@@ -12,6 +12,8 @@
 
 #include "fleet/scheduler.h"
 #include "placement/engine.h"
+#include "placement/gpu_fit.h"
+#include "placement/pci_fit.h"
 #include "placement/host_state.h"
 
 namespace accel::fleet {
@@ -24,6 +26,7 @@ struct Fill {
   std::string stop_reason;               ///< the engine's first reason at the stop
   std::string cause;                     ///< CauseOf(stop_reason), once per fill, not per host
   std::set<std::string> free_left;       ///< accelerator addresses still free at the stop
+  std::vector<int> free_milli_left;       ///< free thousandths of each accelerator at the stop (PCI order)
 };
 
 // Fills `state` (a copy the caller gives away) with `req` until the engine says no.
@@ -44,6 +47,8 @@ Fill FillHost(placement::HostState state, const placement::PlacementRequest& req
   }
   for (const topology::PciDevice& d : state.host().pci)
     if (d.is_accelerator() && !state.usage().devices.count(d.address)) f.free_left.insert(d.address);
+  for (const placement::GpuSlot& g : placement::GpuSlotsOf(placement::AcceleratorsOf(state.host()), state.usage()))
+    f.free_milli_left.push_back(g.free_milli);
   f.cause = CauseOf(f.stop_reason);
   return f;
 }
@@ -158,13 +163,67 @@ CapacityReport Capacity(const FleetView& view, const std::vector<placement::Plac
       }
     report.flavors.push_back(std::move(fc));
   }
-  // Stranded: free now, and still free after filling the host with each flavor in turn.
+  // Which accelerators each flavor asks for, per hardware (a PCI alias's specs, or a GPU
+  // request's models): the rest are not wanted by the mix.
+  std::unordered_map<const topology::HostTopology*, std::vector<std::vector<char>>> wants_cache;
+  auto wants_of = [&](const HostEntry& e) -> const std::vector<std::vector<char>>& {
+    auto it = wants_cache.find(e.hardware.get());
+    if (it != wants_cache.end()) return it->second;
+    const std::vector<const topology::PciDevice*> accelerators = placement::AcceleratorsOf(*e.hardware);
+    std::vector<std::vector<char>> wants(flavors.size(), std::vector<char>(accelerators.size(), 0));
+    for (size_t f = 0; f < flavors.size(); ++f)
+      for (size_t a = 0; a < accelerators.size(); ++a) {
+        const topology::PciDevice& d = *accelerators[a];
+        bool w = false;
+        for (const placement::PciRequest& r : flavors[f].pci)
+          for (const placement::PciSpec& spec : r.specs) w = w || placement::SpecMatches(spec, d);
+        if (flavors[f].gpu)
+          w = w || placement::GpuModelMatches(placement::GpuModelOf(d), d.vendor_id, d.device_id, flavors[f].gpu->models);
+        wants[f][a] = w ? 1 : 0;
+      }
+    return wants_cache.emplace(e.hardware.get(), std::move(wants)).first->second;
+  };
+  // Stranded: free now, of a kind some flavor asks for, and still free after filling the host
+  // with each flavor in turn. Unwanted: free, of a kind no flavor asks for.
   for (size_t i = 0; i < eligible.size(); ++i) {
     const HostEntry* e = eligible[i];
+    const std::vector<std::vector<char>>& wants = wants_of(*e);
+    const std::vector<placement::GpuSlot>& slots = e->summary.share.gpus;
+    const std::vector<const topology::PciDevice*> accelerators = placement::AcceleratorsOf(*e->hardware);
+    // Fragmentation (F) of the host for the flavors, equal weights, from the exact fills.
+    HostFragmentationLine line;
+    line.host = e->record.name;
+    for (size_t a = 0; a < slots.size(); ++a) {
+      line.free_milli += slots[a].free_milli;
+      bool wanted = false;
+      for (size_t f = 0; f < flavors.size(); ++f) wanted = wanted || wants[f][a];
+      if (!wanted) line.unwanted_milli += slots[a].free_milli;
+    }
+    if (!flavors.empty()) {
+      for (size_t f = 0; f < flavors.size(); ++f) {
+        const Fill& fill = fill_of(i, f);
+        int64_t lost = 0;
+        for (size_t a = 0; a < fill.free_milli_left.size() && a < wants[f].size(); ++a)
+          if (wants[f][a]) lost += fill.free_milli_left[a];
+        line.fragmented_milli += static_cast<double>(lost) / static_cast<double>(flavors.size());
+      }
+    }
+    if (line.free_milli > 0) {
+      report.free_gpu_milli += line.free_milli;
+      report.fragmented_gpu_milli += line.fragmented_milli;
+      report.unwanted_gpu_milli += line.unwanted_milli;
+      report.fragmentation.push_back(line);
+    }
+
     if (e->summary.free_accelerators == 0) continue;
-    std::set<std::string> stranded;
-    for (const topology::PciDevice& d : e->hardware->pci)
-      if (d.is_accelerator() && !e->usage.devices.count(d.address)) stranded.insert(d.address);
+    std::set<std::string> stranded, unwanted;
+    for (size_t a = 0; a < accelerators.size(); ++a) {
+      const topology::PciDevice& d = *accelerators[a];
+      if (e->usage.devices.count(d.address)) continue;
+      bool wanted = false;
+      for (size_t f = 0; f < flavors.size(); ++f) wanted = wanted || wants[f][a];
+      (wanted ? stranded : unwanted).insert(d.address);
+    }
     std::string reason;
     for (size_t f = 0; f < flavors.size() && !stranded.empty(); ++f) {
       const Fill& fill = fill_of(i, f);
@@ -172,14 +231,16 @@ CapacityReport Capacity(const FleetView& view, const std::vector<placement::Plac
       std::set_intersection(stranded.begin(), stranded.end(), fill.free_left.begin(), fill.free_left.end(),
                             std::inserter(still, still.end()));
       stranded = std::move(still);
-      if (reason.empty() || (!flavors[f].pci.empty() && reason.rfind("(no PCI)", 0) == 0))
-        reason = (flavors[f].pci.empty() ? "(no PCI) " : "") + flavors[f].flavor + ": " + fill.stop_reason;
+      const bool asks = !flavors[f].pci.empty() || flavors[f].gpu.has_value();
+      if (asks && reason.empty()) reason = flavors[f].flavor + ": " + fill.stop_reason;
     }
-    if (stranded.empty() || flavors.empty()) continue;
-    if (reason.rfind("(no PCI) ", 0) == 0) reason = "no given flavor asks for accelerators (" + reason.substr(9) + ")";
+    if ((stranded.empty() && unwanted.empty()) || flavors.empty()) continue;
+    if (stranded.empty()) reason = "no given flavor asks for these accelerators";
     StrandedHost s{e->record.name, e->summary.free_accelerators,
-                   std::vector<std::string>(stranded.begin(), stranded.end()), reason};
+                   std::vector<std::string>(stranded.begin(), stranded.end()),
+                   std::vector<std::string>(unwanted.begin(), unwanted.end()), reason};
     report.stranded_accelerators += static_cast<int>(s.stranded.size());
+    report.unwanted_accelerators += static_cast<int>(s.unwanted.size());
     report.stranded.push_back(std::move(s));
   }
   return report;

@@ -1,5 +1,8 @@
-// Fleet capacity: how many more instances of each flavor the fleet takes, and which free
-// accelerators no flavor can use (stranded), and why.
+// Fleet capacity: how many more instances of each flavor the fleet takes, which free
+// accelerators no flavor can use — stranded by fragmentation, or of a kind no flavor asks for —
+// and why, and the fleet's GPU fragmentation for the flavors as a number (F, in GPU
+// thousandths: the free GPU capacity the flavors cannot use; FGD's measure with the engine's
+// exact fills, docs/fleet-efficiency.md).
 //
 // Defined exactly so a test can check it: count(flavor) = how many instances the scheduler would
 // place if asked for one at a time until nothing fits, from the current claims, each flavor on
@@ -54,14 +57,36 @@ struct FlavorCapacity {
 struct StrandedHost {
   std::string host;
   int free_accelerators = 0;              ///< free now
-  std::vector<std::string> stranded;      ///< addresses no flavor takes even when the host is filled
-  std::string reason;                     ///< why, e.g. "gpu-1g: node 1: 0 free dedicated CPUs, needs 8"
+  /// Stranded by fragmentation: addresses of a kind some flavor asks for, yet no flavor takes
+  /// them even when the host is filled (its CPUs, memory, NUMA layout or devices run out first).
+  std::vector<std::string> stranded;
+  /// Not wanted by the mix: addresses of a kind no given flavor asks for (an MI300X beside
+  /// H100-only flavors). Not fragmentation: a flavor for them would use them.
+  std::vector<std::string> unwanted;
+  std::string reason;                     ///< why stranded, e.g. "gpu-1g: node 1: 0 free dedicated CPUs, needs 8"
+};
+
+/// One host's GPU fragmentation for the given flavors (docs/fleet-efficiency.md), in GPU
+/// thousandths: of its free GPU capacity, what the flavors cannot use.
+struct HostFragmentationLine {
+  std::string host;
+  int64_t free_milli = 0;         ///< free GPU capacity (whole free GPUs and free parts of shared ones)
+  /// F(h): over the flavors (equal weights), the free capacity on GPUs of a kind the flavor asks
+  /// for that is still free after filling the host with it — what the mix cannot use.
+  double fragmented_milli = 0;
+  int64_t unwanted_milli = 0;     ///< free capacity on GPUs no flavor asks for
 };
 
 struct CapacityReport {
   std::vector<FlavorCapacity> flavors;    ///< in the order given
-  std::vector<StrandedHost> stranded;     ///< hosts with stranded accelerators, by name
-  int stranded_accelerators = 0;          ///< sum over hosts
+  std::vector<StrandedHost> stranded;     ///< hosts with stranded or unwanted accelerators, by name
+  int stranded_accelerators = 0;          ///< sum over hosts of stranded (by fragmentation)
+  int unwanted_accelerators = 0;          ///< sum over hosts of unwanted (not asked for by the mix)
+  /// Hosts with free GPU capacity, by name, and the fleet's sums of their lines.
+  std::vector<HostFragmentationLine> fragmentation;
+  int64_t free_gpu_milli = 0;
+  double fragmented_gpu_milli = 0;
+  int64_t unwanted_gpu_milli = 0;
   int eligible_hosts = 0;                 ///< hosts counted
   int engine_fills = 0;                   ///< distinct host states filled (for benchmarks)
 };

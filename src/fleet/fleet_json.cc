@@ -1,5 +1,7 @@
 #include "fleet/fleet_json.h"
 
+#include <cmath>
+
 #include "fleet/host_policy_file.h"
 #include "placement/placement_json.h"
 
@@ -39,10 +41,22 @@ nlohmann::ordered_json CapacityJson(const CapacityReport& report, const std::str
     doc["flavors"].push_back(std::move(j));
   }
   doc["stranded_accelerators"] = report.stranded_accelerators;
+  doc["unwanted_accelerators"] = report.unwanted_accelerators;
   doc["stranded"] = nlohmann::ordered_json::array();
   for (const StrandedHost& s : report.stranded)
     doc["stranded"].push_back({{"host", s.host}, {"free_accelerators", s.free_accelerators},
-                               {"stranded", s.stranded}, {"reason", s.reason}});
+                               {"stranded", s.stranded}, {"unwanted", s.unwanted}, {"reason", s.reason}});
+  auto gpus = [](double milli) { return std::round(milli) / 1000.0; };
+  nlohmann::ordered_json frag;
+  frag["free_gpus"] = gpus(static_cast<double>(report.free_gpu_milli));
+  frag["fragmented_gpus"] = gpus(report.fragmented_gpu_milli);
+  frag["unwanted_gpus"] = gpus(static_cast<double>(report.unwanted_gpu_milli));
+  frag["hosts"] = nlohmann::ordered_json::array();
+  for (const HostFragmentationLine& l : report.fragmentation)
+    frag["hosts"].push_back({{"host", l.host}, {"free_gpus", gpus(static_cast<double>(l.free_milli))},
+                             {"fragmented_gpus", gpus(l.fragmented_milli)},
+                             {"unwanted_gpus", gpus(static_cast<double>(l.unwanted_milli))}});
+  doc["fragmentation"] = std::move(frag);
   return doc;
 }
 

@@ -17,7 +17,10 @@ namespace accel::fleet {
 nlohmann::ordered_json HostJson(const HostEntry& e, int64_t now);
 
 /// accel.fleet-capacity/v1: hosts, flavors[{flavor, count, runs_out_first, stops_on,
-/// by_<group_by>}], stranded_accelerators, stranded[{host, free_accelerators, stranded, reason}].
+/// by_<group_by>}], stranded_accelerators, unwanted_accelerators,
+/// stranded[{host, free_accelerators, stranded, unwanted, reason}], fragmentation{free_gpus,
+/// fragmented_gpus, unwanted_gpus, hosts[{host, free_gpus, fragmented_gpus, unwanted_gpus}]}
+/// (GPUs, to the thousandth).
 nlohmann::ordered_json CapacityJson(const CapacityReport& report, const std::string& group_by);
 
 /// accel.claims/v1: {schema, claims[{id, host, flavor, created_at, placement}]}.

@@ -1,5 +1,7 @@
 #include "fleet/fleet_page.h"
 
+#include <cstdio>
+
 #include <map>
 #include <sstream>
 
@@ -81,12 +83,30 @@ std::string FleetPage(const FleetView& view, const CapacityReport& capacity, int
       o << "<tr data-flavor=\"" << HtmlEscape(f.flavor) << "\"><td class=\"flavor\">" << HtmlEscape(f.flavor)
         << "</td><td class=\"count\">" << f.count << "</td><td class=\"runs-out\">" << HtmlEscape(f.runs_out_first)
         << "</td></tr>\n";
-    o << "</tbody></table>\n<p id=\"stranded\">" << capacity.stranded_accelerators << " stranded accelerators";
+    o << "</tbody></table>\n";
+    {
+      char line[240];
+      const double free = static_cast<double>(capacity.free_gpu_milli) / 1000.0;
+      const double frag = capacity.fragmented_gpu_milli / 1000.0;
+      std::snprintf(line, sizeof line,
+                    "<p id=\"fragmentation\">GPU fragmentation: <span class=\"fragmented\">%.2f</span> of "
+                    "<span class=\"free\">%.2f</span> free GPUs the flavors cannot use (%.1f%%); "
+                    "<span class=\"unwanted\">%.2f</span> of a kind no flavor asks for.</p>\n",
+                    frag, free, free > 0 ? 100.0 * frag / free : 0.0,
+                    static_cast<double>(capacity.unwanted_gpu_milli) / 1000.0);
+      o << line;
+    }
+    o << "<p id=\"stranded\">" << capacity.stranded_accelerators << " stranded accelerators (by fragmentation), "
+      << capacity.unwanted_accelerators << " not wanted by the flavors";
     if (!capacity.stranded.empty()) {
       o << ":</p><ul>\n";
-      for (const StrandedHost& s : capacity.stranded)
-        o << "<li data-host=\"" << HtmlEscape(s.host) << "\">" << HtmlEscape(s.host) << ": " << s.stranded.size() << " — "
-          << HtmlEscape(s.reason) << "</li>\n";
+      for (const StrandedHost& s : capacity.stranded) {
+        o << "<li data-host=\"" << HtmlEscape(s.host) << "\">" << HtmlEscape(s.host) << ": ";
+        if (!s.stranded.empty()) o << s.stranded.size() << " stranded — " << HtmlEscape(s.reason);
+        if (!s.stranded.empty() && !s.unwanted.empty()) o << "; ";
+        if (!s.unwanted.empty()) o << s.unwanted.size() << " not wanted by the flavors";
+        o << "</li>\n";
+      }
       o << "</ul>\n";
     } else {
       o << "</p>\n";

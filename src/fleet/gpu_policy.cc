@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 
 #include "common/error.h"
 
@@ -180,6 +179,7 @@ void GpuScorer::UseAskAsMix(const MixEntry& ask) {
   mix->entries.push_back(ask);
   mix->entries.back().weight = 1;
   mix_ = std::move(mix);
+  cpu_per_gpu_milli_ = -1;
   memo_.clear();
   allowed_.clear();
   best_cache_.clear();
@@ -206,6 +206,24 @@ const std::vector<uint64_t>& GpuScorer::AllowedMasks(const void* hardware,
   return allowed_.emplace(hardware, std::move(masks)).first->second;
 }
 
+double GpuScorer::CpuPerGpuMilli() {
+  if (cpu_per_gpu_milli_ >= 0) return cpu_per_gpu_milli_;
+  double cpu = 0, gpu = 0;
+  for (const MixEntry& m : mix_->entries) {
+    if (m.GpuMilli() == 0) continue;
+    cpu += m.weight * static_cast<double>(m.cpu_milli);
+    gpu += m.weight * static_cast<double>(m.GpuMilli());
+  }
+  cpu_per_gpu_milli_ = gpu > 0 ? cpu / gpu : 0;
+  return cpu_per_gpu_milli_;
+}
+
+double GpuScorer::CpuStranded(const ShareHostState& host) {
+  const double r = CpuPerGpuMilli();
+  if (r <= 0) return 0;
+  return std::max(0.0, static_cast<double>(FreeMilliOf(host)) - static_cast<double>(host.free_cpu_milli) / r);
+}
+
 double GpuScorer::Fragmentation(const ShareHostState& host) {
   const uint64_t key = StateKey(host);
   auto it = memo_.find(key);
@@ -230,47 +248,11 @@ ChoiceCost GpuScorer::Cost(const MixEntry& ask, const ShareHostState& before, co
       return {-static_cast<double>(score), 0};
     }
     case GpuPolicy::kAccel: {
-      static const int variant = [] { const char* v = std::getenv("ACCEL_VARIANT"); return v ? std::atoi(v) : 0; }();
-      static const double quantum = [] { const char* v = std::getenv("ACCEL_QUANTUM"); return v ? std::atof(v) : 40.0; }();
-      const double f0 = Fragmentation(before), f1 = Fragmentation(after);
-      const double t_after = static_cast<double>(FreeMilliOf(after));
-      const double cpu_after = static_cast<double>(after.free_cpu_milli);
-      switch (variant) {
-        case 1: {  // FGD's score, ties by best fit
-          const auto score = static_cast<int64_t>(Sigmoid((f0 - f1) / 1000.0) * 100);
-          return {-static_cast<double>(score), best_gpu * 1e6 + t_after * 1e3 / 8000 + cpu_after / 128000};
-        }
-        case 2: {  // FGD's score, ties by GPU only within
-          const auto score = static_cast<int64_t>(Sigmoid((f0 - f1) / 1000.0) * 100);
-          return {-static_cast<double>(score), best_gpu};
-        }
-        case 3: {  // quantized delta, ties by best fit
-          return {std::floor((f1 - f0) / quantum), best_gpu * 1e6 + t_after * 1e3 / 8000 + cpu_after / 128000};
-        }
-        case 4: {  // quantized delta, ties by worst fit (spread)
-          return {std::floor((f1 - f0) / quantum), best_gpu * 1e6 - t_after * 1e3 / 8000 - cpu_after / 128000};
-        }
-        case 5:
-        case 6: {  // FGD + expected CPU stranding
-          static const double alpha = [] { const char* v = std::getenv("ACCEL_ALPHA"); return v ? std::atof(v) : 1.0; }();
-          double cpu_w = 0, gpu_w = 0;
-          for (const MixEntry& m : mix_->entries)
-            if (m.GpuMilli() > 0) cpu_w += m.weight * static_cast<double>(m.cpu_milli), gpu_w += m.weight * static_cast<double>(m.GpuMilli());
-          const double r = gpu_w > 0 ? cpu_w / gpu_w : 0;
-          auto stranded = [&](const ShareHostState& h) {
-            const double t = static_cast<double>(FreeMilliOf(h));
-            return r > 0 ? std::max(0.0, t - static_cast<double>(h.free_cpu_milli) / r) : 0.0;
-          };
-          const double d = (f1 - f0) + alpha * (stranded(after) - stranded(before));
-          if (variant == 5) {
-            const auto score = static_cast<int64_t>(Sigmoid(-d / 1000.0) * 100);
-            return {-static_cast<double>(score), best_gpu};
-          }
-          return {std::floor(d / quantum), best_gpu * 1e6 + t_after * 1e3 / 8000 + cpu_after / 128000};
-        }
-        default:
-          return {f1 - f0, best_gpu};
-      }
+      // FGD's score of the fragmentation delta plus the change in CPU-stranded GPU capacity,
+      // ties: the fullest GPU within a host, then the seeded host order (as FGD).
+      const double d = (Fragmentation(after) - Fragmentation(before)) + (CpuStranded(after) - CpuStranded(before));
+      const auto score = static_cast<int64_t>(Sigmoid(-d / 1000.0) * 100);
+      return {-static_cast<double>(score), best_gpu};
     }
     case GpuPolicy::kBestFit: {
       const double s = 0.5 * (static_cast<double>(before.free_cpu_milli) - pod_cpu) / kMaxSpecCpu +

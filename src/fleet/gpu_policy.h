@@ -15,8 +15,12 @@
 //
 // Policies (the cost of giving a request on a host with one GPU choice; the lowest cost wins,
 // ties by host order):
-//   - kAccel (the default): FGD's fragmentation delta, with accel's corrections (see
-//     gpu_policy.cc and docs/fleet-efficiency.md);
+//   - kAccel (the default): FGD's score of the change of F(h) + S(h), where S(h) is the GPU
+//     capacity of h its free CPU cannot serve at the mix's CPU per GPU (CpuStranded): FGD only
+//     sees CPU once a kind of request no longer fits at all, so it spends the CPU of hosts whose
+//     GPUs will need it (CPU-only pods on CPU-poor hosts, CPU-heavy pods beside GPUs that then
+//     starve); ties: the fullest GPU within a host, then the seeded host order. Measured on the
+//     openb traces in docs/fleet-efficiency.md;
 //   - kFgd: FGD as published: the increase of F(h);
 //   - kBestFit, kPacking, kClustering, kDotProduct, kRandom: the paper's baselines.
 //
@@ -106,8 +110,15 @@ class GpuScorer {
   ChoiceCost Cost(const MixEntry& ask, const ShareHostState& before, const ShareHostState& after,
                   const placement::GpuChoice& choice);
 
-  /// F(h) of `host` under the mix the policy keeps usable, memoized by host state.
+  /// F(h) of `host` under the mix the policy keeps usable (FGD's, CPU-only entries included as
+  /// FGD counts them), memoized by host state.
   double Fragmentation(const ShareHostState& host);
+  /// GPU thousandths of `host` its free CPU cannot serve at the mix's CPU per GPU thousandth:
+  /// max(0, free GPU - free CPU / CpuPerGpuMilli()).
+  double CpuStranded(const ShareHostState& host);
+  /// The mix's CPU thousandths per GPU thousandth over its GPU-asking entries (weighted); 0
+  /// without any.
+  double CpuPerGpuMilli();
 
   GpuPolicy policy() const { return policy_; }
   const WorkloadMix& mix() const { return *mix_; }
@@ -139,6 +150,7 @@ class GpuScorer {
   uint64_t rng_;
   uint64_t decision_draw_ = 0;
   uint64_t host_draw_ = 0;
+  double cpu_per_gpu_milli_ = -1;  ///< computed on first use
   std::unordered_map<uint64_t, double> memo_;
   std::unordered_map<const void*, std::vector<uint64_t>> allowed_;
   std::unordered_map<uint64_t, CachedBest> best_cache_;

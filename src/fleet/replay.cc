@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cmath>
-#include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -252,11 +250,13 @@ std::vector<int> ArrivalOrder(const std::vector<TracePod>& pods, int64_t capacit
 
 WorkloadMix TypicalPodsMix(const std::vector<TracePod>& pods) {
   std::map<std::tuple<int64_t, int, int, std::string>, std::pair<int, size_t>> counts;  // shape -> (pods, first)
+  std::map<std::tuple<int64_t, int, int, std::string>, double> memory;  // shape -> memory of its pods
   for (size_t i = 0; i < pods.size(); ++i) {
     const TracePod& p = pods[i];
-    auto [it, inserted] = counts.try_emplace(std::make_tuple(p.cpu_milli, p.gpu_milli, p.num_gpu, p.gpu_spec),
-                                             std::make_pair(0, i));
+    const auto shape = std::make_tuple(p.cpu_milli, p.gpu_milli, p.num_gpu, p.gpu_spec);
+    auto [it, inserted] = counts.try_emplace(shape, std::make_pair(0, i));
     ++it->second.first;
+    memory[shape] += static_cast<double>(p.memory_mib);
   }
   std::vector<std::pair<std::tuple<int64_t, int, int, std::string>, std::pair<int, size_t>>> sorted(counts.begin(),
                                                                                                     counts.end());
@@ -268,20 +268,16 @@ WorkloadMix TypicalPodsMix(const std::vector<TracePod>& pods) {
   WorkloadMix mix;
   const double total = static_cast<double>(pods.size());
   double covered = 0;
-  static const double cover = [] { const char* v = std::getenv("ACCEL_MIX_COVER"); return v ? std::atof(v) : 0.95; }();
-  static const int weighting = [] { const char* v = std::getenv("ACCEL_MIX"); return v ? std::atoi(v) : 0; }();
   for (const auto& [shape, count] : sorted) {
-    if (covered >= cover * total) break;
+    if (covered >= 0.95 * total) break;
     const TracePod& p = pods[count.second];
     TracePod shape_pod = p;
-    shape_pod.memory_mib = 0;  // FGD's shapes ignore memory
+    // FGD's shapes ignore memory; the entry carries its pods' mean for policies that weigh it.
+    shape_pod.memory_mib = static_cast<uint64_t>(memory[shape] / count.first);
     MixEntry e = MixEntryOf(TracePodRequest(shape_pod));
     e.name = std::to_string(p.num_gpu) + "x" + std::to_string(p.gpu_milli) + "m cpu " + std::to_string(p.cpu_milli) + "m" +
              (p.gpu_spec.empty() ? "" : " " + p.gpu_spec);
     e.weight = count.first;
-    if (weighting == 1) e.weight = count.first * static_cast<double>(std::max<int64_t>(e.GpuMilli(), 0));
-    if (weighting == 2 && e.GpuMilli() == 0) e.weight = 0;
-    if (weighting == 3) e.weight = count.first * std::sqrt(static_cast<double>(e.GpuMilli()));
     covered += count.first;
     mix.entries.push_back(std::move(e));
   }

@@ -567,15 +567,40 @@ std::string FleetService::Metrics() {
     w.AddLabel("host", e.record.name);
     w.FinishInt(e.summary.free_accelerators);
   }
-  std::map<std::string, size_t> stranded;
-  for (const StrandedHost& s : capacity_.stranded) stranded[s.host] = s.stranded.size();
-  w.BeginFamily("accel_fleet_host_accelerators_stranded", "Free GPUs/HPUs no capacity flavor can use, per host.", MetricType::kGauge);
+  std::map<std::string, const StrandedHost*> stranded;
+  for (const StrandedHost& s : capacity_.stranded) stranded[s.host] = &s;
+  w.BeginFamily("accel_fleet_host_accelerators_stranded", "Free GPUs/HPUs of a kind the capacity flavors ask for that none of them can use (stranded by fragmentation), per host.", MetricType::kGauge);
   for (const HostEntry& e : view_.hosts()) {
     w.StartSample();
     w.AddLabel("host", e.record.name);
     auto it = stranded.find(e.record.name);
-    w.FinishUint(it == stranded.end() ? 0 : it->second);
+    w.FinishUint(it == stranded.end() ? 0 : it->second->stranded.size());
   }
+  w.BeginFamily("accel_fleet_host_accelerators_unwanted", "Free GPUs/HPUs of a kind no capacity flavor asks for, per host.", MetricType::kGauge);
+  for (const HostEntry& e : view_.hosts()) {
+    w.StartSample();
+    w.AddLabel("host", e.record.name);
+    auto it = stranded.find(e.record.name);
+    w.FinishUint(it == stranded.end() ? 0 : it->second->unwanted.size());
+  }
+  std::map<std::string, const HostFragmentationLine*> fragmentation;
+  for (const HostFragmentationLine& l : capacity_.fragmentation) fragmentation[l.host] = &l;
+  w.BeginFamily("accel_fleet_host_gpus_fragmented", "Free GPU capacity (GPUs) the capacity flavors cannot use, per host: F(h) of docs/fleet-efficiency.md.", MetricType::kGauge);
+  for (const HostEntry& e : view_.hosts()) {
+    w.StartSample();
+    w.AddLabel("host", e.record.name);
+    auto it = fragmentation.find(e.record.name);
+    w.FinishShortest(it == fragmentation.end() ? 0.0 : it->second->fragmented_milli / 1000.0);
+  }
+  w.BeginFamily("accel_fleet_gpus_free", "Free GPU capacity of the fleet (GPUs; free parts of shared GPUs included).", MetricType::kGauge);
+  w.StartSample();
+  w.FinishShortest(static_cast<double>(capacity_.free_gpu_milli) / 1000.0);
+  w.BeginFamily("accel_fleet_gpus_fragmented", "Free GPU capacity (GPUs) the capacity flavors cannot use: the fleet's fragmentation.", MetricType::kGauge);
+  w.StartSample();
+  w.FinishShortest(capacity_.fragmented_gpu_milli / 1000.0);
+  w.BeginFamily("accel_fleet_gpus_unwanted", "Free GPU capacity (GPUs) of a kind no capacity flavor asks for.", MetricType::kGauge);
+  w.StartSample();
+  w.FinishShortest(static_cast<double>(capacity_.unwanted_gpu_milli) / 1000.0);
   w.BeginFamily("accel_fleet_capacity_instances", "More instances of the flavor the fleet takes (fleet capacity).", MetricType::kGauge);
   for (const FlavorCapacity& f : capacity_.flavors) {
     w.StartSample();

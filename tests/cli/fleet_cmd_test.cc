@@ -345,11 +345,16 @@ TEST_F(FleetCmdTest, CapacityRowsCarryFlavorAndCountAndFollowClaims) {
   for (const auto& [group, n] : doc["flavors"][0]["by_az"].items()) sum += n.get<int64_t>();
   EXPECT_EQ(sum, before) << doc.dump(2);
   EXPECT_EQ(doc["flavors"][0]["by_az"]["a"], 8);
-  // The devbox's RTX 4090 is free and no flavor asks for one: stranded.
-  EXPECT_EQ(doc["stranded_accelerators"], 1) << doc.dump(2);
+  // The devbox's RTX 4090 is free and no flavor asks for one: not wanted by the mix, counted
+  // apart from what fragmentation strands.
+  EXPECT_EQ(doc["stranded_accelerators"], 0) << doc.dump(2);
+  EXPECT_EQ(doc["unwanted_accelerators"], 1) << doc.dump(2);
   ASSERT_EQ(doc["stranded"].size(), 1u);
   EXPECT_EQ(doc["stranded"][0]["host"], "dev-001");
+  EXPECT_EQ(doc["stranded"][0]["unwanted"].size(), 1u);
   EXPECT_FALSE(doc["stranded"][0]["reason"].get<std::string>().empty());
+  EXPECT_DOUBLE_EQ(doc["fragmentation"]["unwanted_gpus"].get<double>(), 1.0) << doc.dump(2);
+  EXPECT_GT(doc["fragmentation"]["free_gpus"].get<double>(), 16.0) << doc.dump(2);
 
   ASSERT_EQ(Accel("fleet place " + store_ + " " + Flavor("gpu-1g.yaml") + " --claim").exit_code, 0);
   doc = Json("fleet capacity " + store_ + " " + flavors + " -o json");

@@ -581,7 +581,10 @@ TEST_F(FleetServeCli, MetricsPassPromtoolAndHoldCapacityFreeStrandedClaimsLatenc
     EXPECT_EQ(Sample(m, "accel_fleet_host_accelerators_free" + label), h == host ? 7 : 8) << h << "\n" << m;
     EXPECT_GE(Sample(m, "accel_fleet_host_accelerators_stranded" + label), 0) << h << "\n" << m;
   }
-  EXPECT_EQ(Sample(m, "accel_fleet_host_accelerators_stranded{host=\"h200-a\"}"), 8) << "no capacity flavor uses an H200\n" << m;
+  EXPECT_EQ(Sample(m, "accel_fleet_host_accelerators_unwanted{host=\"h200-a\"}"), 8) << "no capacity flavor uses an H200\n" << m;
+  EXPECT_EQ(Sample(m, "accel_fleet_host_accelerators_stranded{host=\"h200-a\"}"), 0) << "not wanted is not stranded\n" << m;
+  EXPECT_GE(Sample(m, "accel_fleet_gpus_unwanted"), 8) << m;
+  EXPECT_GE(Sample(m, "accel_fleet_gpus_free"), Sample(m, "accel_fleet_gpus_fragmented") + Sample(m, "accel_fleet_gpus_unwanted")) << m;
   // Claims, placements, the latency histogram, retries and conflicts.
   EXPECT_EQ(Sample(m, "accel_fleet_claims"), 1) << m;
   EXPECT_EQ(Sample(m, "accel_fleet_placements_total{result=\"placed\"}"), 1) << m;

@@ -13,6 +13,7 @@
 
 #include "fleet/fleet_test_util.h"
 #include "fleet/scheduler.h"
+#include "placement/pci_fit.h"
 
 namespace accel::fleet {
 namespace capacity_test {
@@ -143,8 +144,16 @@ TEST(CapacityBruteForce, CountIsSchedulingOneAtATimeUntilNothingFits) {
       EXPECT_EQ(fc.runs_out_first.empty(), eligible == 0) << ctx;
     }
 
-    // Stranded: free now, and free after filling the host with each flavor in turn.
-    std::map<std::string, std::vector<std::string>> expected_stranded;
+    // Stranded: free now, of a kind some flavor asks for, and free after filling the host with
+    // each flavor in turn. Unwanted: free, of a kind no flavor asks for.
+    auto wanted = [&](const topology::PciDevice& d) {
+      for (const placement::PlacementRequest& req : reqs)
+        for (const placement::PciRequest& pr : req.pci)
+          for (const placement::PciSpec& spec : pr.specs)
+            if (placement::SpecMatches(spec, d)) return true;
+      return false;
+    };
+    std::map<std::string, std::vector<std::string>> expected_stranded, expected_unwanted;
     for (const HostRecord& r : fleet.snapshot.hosts) {
       if (!Eligible(r, co.where, fleet.snapshot.taken_at)) continue;
       const topology::HostTopology& hw = *fleet.sku.at(r.name)->hardware;
@@ -154,27 +163,36 @@ TEST(CapacityBruteForce, CountIsSchedulingOneAtATimeUntilNothingFits) {
         std::set<std::string> by_this = UsedByFill(hw, usage, r.policy, req);
         used.insert(by_this.begin(), by_this.end());
       }
-      for (const topology::PciDevice& d : hw.pci)
-        if (d.is_accelerator() && !usage.devices.count(d.address) && !used.count(d.address))
-          expected_stranded[r.name].push_back(d.address);
+      for (const topology::PciDevice& d : hw.pci) {
+        if (!d.is_accelerator() || usage.devices.count(d.address)) continue;
+        if (!wanted(d)) expected_unwanted[r.name].push_back(d.address);
+        else if (!used.count(d.address)) expected_stranded[r.name].push_back(d.address);
+      }
     }
-    std::map<std::string, std::vector<std::string>> got;
-    int sum = 0;
+    std::map<std::string, std::vector<std::string>> got, got_unwanted;
+    int sum = 0, sum_unwanted = 0;
     for (const StrandedHost& s : report.stranded) {
       std::vector<std::string> addresses = s.stranded;
       std::sort(addresses.begin(), addresses.end());
-      got[s.host] = addresses;
+      if (!addresses.empty()) got[s.host] = addresses;
+      addresses = s.unwanted;
+      std::sort(addresses.begin(), addresses.end());
+      if (!addresses.empty()) got_unwanted[s.host] = addresses;
       sum += static_cast<int>(s.stranded.size());
+      sum_unwanted += static_cast<int>(s.unwanted.size());
       EXPECT_FALSE(s.reason.empty()) << context << s.host;
-      EXPECT_FALSE(s.stranded.empty()) << context << s.host;
+      EXPECT_FALSE(s.stranded.empty() && s.unwanted.empty()) << context << s.host;
       int free_now = 0;
       for (const topology::PciDevice& d : fleet.sku.at(s.host)->hardware->pci)
         free_now += d.is_accelerator() && !fleet.usage.at(s.host).devices.count(d.address) ? 1 : 0;
       EXPECT_EQ(s.free_accelerators, free_now) << context << s.host;
     }
     for (auto& [host, addresses] : expected_stranded) std::sort(addresses.begin(), addresses.end());
+    for (auto& [host, addresses] : expected_unwanted) std::sort(addresses.begin(), addresses.end());
     EXPECT_EQ(got, expected_stranded) << context;
+    EXPECT_EQ(got_unwanted, expected_unwanted) << context;
     EXPECT_EQ(report.stranded_accelerators, sum) << context;
+    EXPECT_EQ(report.unwanted_accelerators, sum_unwanted) << context;
     stranded_hosts += static_cast<int>(report.stranded.size());
     for (size_t i = 1; i < report.stranded.size(); ++i)
       EXPECT_LT(report.stranded[i - 1].host, report.stranded[i].host) << context << "stranded hosts are by name";
@@ -220,13 +238,24 @@ TEST(Capacity, GpuNextToFullNodeIsStrandedWithReason) {
   EXPECT_EQ(report.stranded_accelerators, 1);
   EXPECT_NE(report.stranded[0].reason.find(RequestOf(gpu).flavor), std::string::npos) << report.stranded[0].reason;
 
-  // With only CPU flavors, every free GPU is stranded, and the reason says no flavor asks for one.
+  // The fragmentation figure: of 8 free GPUs, the one the flavor cannot reach.
+  EXPECT_EQ(report.free_gpu_milli, 8000);
+  EXPECT_DOUBLE_EQ(report.fragmented_gpu_milli, 1000);
+  EXPECT_EQ(report.unwanted_gpu_milli, 0);
+
+  // With only CPU flavors, no free GPU is stranded by fragmentation: all 8 are not wanted by
+  // the mix, counted apart, and the reason says no flavor asks for them.
   FlavorShape cpu_only;
   cpu_only.vcpus_per_cell = 8;
   const CapacityReport cpu_report = Capacity(view, {RequestOf(cpu_only)}, CapacityOptions{});
   ASSERT_EQ(cpu_report.stranded.size(), 1u);
-  EXPECT_EQ(cpu_report.stranded[0].stranded.size(), 8u);
-  EXPECT_NE(cpu_report.stranded[0].reason.find("no given flavor asks for accelerators"), std::string::npos)
+  EXPECT_TRUE(cpu_report.stranded[0].stranded.empty());
+  EXPECT_EQ(cpu_report.stranded[0].unwanted.size(), 8u);
+  EXPECT_EQ(cpu_report.stranded_accelerators, 0);
+  EXPECT_EQ(cpu_report.unwanted_accelerators, 8);
+  EXPECT_EQ(cpu_report.unwanted_gpu_milli, 8000);
+  EXPECT_DOUBLE_EQ(cpu_report.fragmented_gpu_milli, 0);
+  EXPECT_NE(cpu_report.stranded[0].reason.find("no given flavor asks for these accelerators"), std::string::npos)
       << cpu_report.stranded[0].reason;
 }
 
