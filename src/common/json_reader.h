@@ -164,9 +164,10 @@ class JsonReader {
   /// MIN..MAX)" otherwise.
   template <class Json>
   int64_t Integer(const Json& v, JsonAt at, int64_t min, int64_t max) const {
-    if (v.is_number_unsigned()) {
-      if (v.template get<uint64_t>() > static_cast<uint64_t>(max)) OutOfRange(v, at, min, max);
-      return static_cast<int64_t>(v.template get<uint64_t>());
+    if (v.is_number_unsigned()) {  // how a parser reads every number >= 0: check min too
+      const uint64_t x = v.template get<uint64_t>();
+      if (x > static_cast<uint64_t>(max) || (min > 0 && x < static_cast<uint64_t>(min))) OutOfRange(v, at, min, max);
+      return static_cast<int64_t>(x);
     }
     if (!v.is_number_integer()) Fail(at, "expected an integer, got " + TypeName(v));
     const int64_t x = v.template get<int64_t>();

@@ -105,6 +105,16 @@ const char* const kSchemaV4Sqlite[] = {
     "INSERT INTO accel_schema(version) VALUES (4)",
 };
 
+// Version 5: GPUs held in part (fleet_store.h, "GPUs by model and size"). A GPU that claims hold
+// in time-slicing/MPS shares or MIG slices has one share row in claim_units: unit
+// 'pci:ADDRESS', claim_id '*shares' or '*mig' (claim ids start "c-"), milli = the thousandths its
+// parts hold, holders = how many parts. The columns are NULL on every other row. The CHECKs make
+// a sum above the GPU a constraint violation; the claim's upsert makes a clash of modes one.
+const char* const kSchemaV5[] = {
+    "ALTER TABLE claim_units ADD COLUMN milli INTEGER CONSTRAINT claim_units_gpu_milli CHECK (milli BETWEEN 0 AND 1000)",
+    "ALTER TABLE claim_units ADD COLUMN holders INTEGER CONSTRAINT claim_units_gpu_holders CHECK (holders >= 0)",
+};
+
 // The change number a write stores (fleet_store.h explains both engines' choice).
 const char* ChangeNumberSql(SqlConnection& db) {
   return db.engine() == SqlEngine::kPostgres
@@ -237,23 +247,228 @@ std::string LabelsJson(const Labels& labels) {
   return j.dump();
 }
 
-// Inserts the claim row and one claim_units row per unit. Returns the database's message when a
-// constraint refused them — a unit is taken (or, once in 2^48, the id): the caller rolls back
-// what was written — and nullopt when both are written.
-std::optional<std::string> InsertClaim(SqlConnection& db, const Claim& c) {
+// --- The rows of a claim ------------------------------------------------------------------
+
+// claim_id of a share row: what the GPU's parts are (fleet_store.h). Never a claim id ("c-...").
+constexpr const char* kSharesMode = "*shares";
+constexpr const char* kMigMode = "*mig";
+
+const char* ModeOf(const GpuShare& s) { return s.mig ? kMigMode : kSharesMode; }
+
+// One row of claim_units a claim writes: its own unit (mode "") or a share row.
+struct UnitRow {
+  std::string unit;
+  std::string mode;  // "" for the claim's own unit; kSharesMode or kMigMode for a share row
+  int milli = 0;     // share rows only
+  int holders = 0;   // share rows only
+};
+
+// Everything a claim writes to claim_units.
+struct ClaimRows {
+  std::vector<std::string> units;  // UnitsOf(p), in its order
+  std::vector<GpuShare> shares;    // GpuSharesOf(p)
+  // With shares: every row, CPUs first in UnitsOf's order, then the rest by unit (one order for
+  // every writer, so PostgreSQL claimers lock rows in the same order).
+  std::vector<UnitRow> ordered;
+};
+
+bool ValidMigRange(const placement::GpuPlacement& g) {
+  return g.mig_start >= 0 && g.mig_slices >= 1 && g.mig_start < 32 && g.mig_slices <= 32 - g.mig_start;
+}
+
+// Fills *rows with what `p` writes. Returns "" or why `p` cannot be stored whatever the other
+// claims hold: it holds one GPU two ways (whole and in part, shares and MIG slices, passed through
+// and given by model, whole twice), a part out of range, or one unit twice beside a share row (the
+// upsert would meet its own row). The database judges everything that depends on other claims.
+std::string RowsOf(const placement::Placement& p, ClaimRows* rows) {
+  std::set<std::string> whole;
+  for (const placement::GpuPlacement& g : p.gpus) {
+    const std::string& a = g.address;
+    if (g.is_mig() && !ValidMigRange(g))
+      return "GPU " + a + ": MIG slices " + std::to_string(g.mig_start) + "+" + std::to_string(g.mig_slices) +
+             " are out of range";
+    if ((g.is_mig() || g.is_share()) && (g.milli < 1 || g.milli > 1000))
+      return "GPU " + a + ": a part of " + std::to_string(g.milli) + " thousandths is not 1..1000";
+    if (!g.is_mig() && !g.is_share() && !whole.insert(a).second)
+      return "GPU " + a + " appears twice in the placement";
+  }
+  rows->units = UnitsOf(p);
+  rows->shares = GpuSharesOf(p);
+  for (const GpuShare& s : rows->shares) {
+    if (whole.count(s.address)) return "GPU " + s.address + " is held whole and in part by the placement";
+    if (s.milli > 1000)
+      return "GPU " + s.address + ": the placement's parts hold " + std::to_string(s.milli) + "/1000 thousandths";
+    for (const placement::GpuPlacement& g : p.gpus)
+      if (g.address == s.address && (g.is_mig() || g.is_share()) && g.is_mig() != s.mig)
+        return "GPU " + s.address + " holds time-slicing shares and MIG slices in the same placement";
+  }
+  for (const placement::DevicePlacement& d : p.devices) {
+    if (whole.count(d.address)) return "GPU " + d.address + " is passed through and given by model";
+    for (const GpuShare& s : rows->shares)
+      if (s.address == d.address) return "GPU " + d.address + " is passed through and shared by the placement";
+  }
+  if (rows->shares.empty()) return "";
+  std::set<std::string> seen;
+  for (const std::string& u : rows->units) {
+    if (!seen.insert(u).second) return "unit " + u + " appears twice in the placement";
+    rows->ordered.push_back({u, "", 0, 0});
+  }
+  for (const GpuShare& s : rows->shares) rows->ordered.push_back({"pci:" + s.address, ModeOf(s), s.milli, s.holders});
+  const auto first_other = std::find_if(rows->ordered.begin(), rows->ordered.end(),
+                                        [](const UnitRow& r) { return r.unit.rfind("cpu:", 0) != 0; });
+  std::sort(first_other, rows->ordered.end(), [](const UnitRow& a, const UnitRow& b) { return a.unit < b.unit; });
+  return "";
+}
+
+// What a share row's upsert does when the unit is there already: add to it when both rows are
+// share rows of the same mode; otherwise set claim_id to NULL, which NOT NULL refuses (a whole
+// holder, a passthrough device or a CPU is never shared, a share never lands on a whole holder's
+// row, shares never meet MIG slices). The CHECKs refuse a sum above 1000.
+constexpr const char* kShareUpsert =
+    " ON CONFLICT (host, unit) DO UPDATE SET"
+    " claim_id = CASE WHEN claim_units.milli IS NOT NULL AND excluded.milli IS NOT NULL"
+    " AND claim_units.claim_id = excluded.claim_id THEN claim_units.claim_id END,"
+    " milli = claim_units.milli + excluded.milli,"
+    " holders = claim_units.holders + excluded.holders";
+
+// A PostgreSQL int[] literal of the rows' `field` ({NULL,470}: NULL on a claim's own units).
+std::string IntArrayLiteral(const std::vector<UnitRow>& rows, int UnitRow::*field) {
+  std::string out = "{";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (i) out += ',';
+    out += rows[i].mode.empty() ? "NULL" : std::to_string(rows[i].*field);
+  }
+  return out + "}";
+}
+
+// The row list as parameters: PostgreSQL's four arrays (unit, mode, milli, holders), or SQLite's one
+// JSON array of [unit, mode, milli, holders] (null for a claim's own unit).
+std::vector<SqlValue> RowParams(SqlConnection& db, const std::vector<UnitRow>& rows) {
+  if (db.engine() == SqlEngine::kPostgres) {
+    std::vector<std::string> units, modes;
+    for (const UnitRow& r : rows) {
+      units.push_back(r.unit);
+      modes.push_back(r.mode);
+    }
+    return {TextArrayLiteral(units), TextArrayLiteral(modes), IntArrayLiteral(rows, &UnitRow::milli),
+            IntArrayLiteral(rows, &UnitRow::holders)};
+  }
+  nlohmann::json list = nlohmann::json::array();
+  for (const UnitRow& r : rows) {
+    if (r.mode.empty()) list.push_back({r.unit, nullptr, nullptr, nullptr});
+    else list.push_back({r.unit, r.mode, r.milli, r.holders});
+  }
+  return {list.dump()};
+}
+
+// Writes the claim_units rows of claim `claim_id` on `host`. Returns the database's message when
+// a constraint refused them (a unit is taken, a share would pass 1000 or meet a whole holder or
+// the other mode) and nullopt when they are written.
+std::optional<std::string> InsertRows(SqlConnection& db, const std::string& host, const std::string& claim_id,
+                                      const ClaimRows& rows) {
+  if (rows.shares.empty()) {
+    if (rows.units.empty()) return std::nullopt;
+    // One statement text for any number of units: the list travels as one parameter.
+    return db
+        .TryExec(db.engine() == SqlEngine::kPostgres
+                     ? "INSERT INTO claim_units(host, unit, claim_id) SELECT $1, unnest($3::text[]), $2"
+                     : "INSERT INTO claim_units(host, unit, claim_id) SELECT $1, value, $2 FROM json_each($3)",
+                 {host, claim_id, InListParam(db, rows.units)})
+        .refused;
+  }
+  std::vector<SqlValue> params = {host, claim_id};
+  for (SqlValue& v : RowParams(db, rows.ordered)) params.push_back(std::move(v));
+  return db
+      .TryExec(std::string(db.engine() == SqlEngine::kPostgres
+                               ? "INSERT INTO claim_units(host, unit, claim_id, milli, holders)"
+                                 " SELECT $1, r.unit, coalesce(nullif(r.mode, ''), $2), r.milli, r.holders"
+                                 " FROM unnest($3::text[], $4::text[], $5::int[], $6::int[])"
+                                 " WITH ORDINALITY AS r(unit, mode, milli, holders, n) ORDER BY r.n"
+                               : "INSERT INTO claim_units(host, unit, claim_id, milli, holders)"
+                                 " SELECT $1, json_extract(value, '$[0]'), coalesce(json_extract(value, '$[1]'), $2),"
+                                 " json_extract(value, '$[2]'), json_extract(value, '$[3]') FROM json_each($3)"
+                                 " WHERE true") +  // SQLite: WHERE keeps ON CONFLICT from reading as a join's ON
+                   kShareUpsert,
+               params)
+      .refused;
+}
+
+// Inserts the claim row and its claim_units rows. Returns the database's message when a
+// constraint refused them — a unit is taken, a share does not fit (or, once in 2^48, the id): the
+// caller rolls back what was written — and nullopt when both are written.
+std::optional<std::string> InsertClaim(SqlConnection& db, const Claim& c, const ClaimRows& rows) {
   SqlResult claim = db.TryExec(
       "INSERT INTO claims(id, host, flavor, created_at, placement, created_us) VALUES ($1, $2, $3, $4, $5, $6)",
       {c.id, c.host, c.flavor, c.created_at, placement::WritePlacementJson(c.placement), NowMicros()});
   if (claim.refused) return std::move(claim.refused);
-  const std::vector<std::string> units = UnitsOf(c.placement);
-  if (units.empty()) return std::nullopt;
-  // One statement text for any number of units: the list travels as one parameter.
-  return db
-      .TryExec(db.engine() == SqlEngine::kPostgres
-                   ? "INSERT INTO claim_units(host, unit, claim_id) SELECT $1, unnest($3::text[]), $2"
-                   : "INSERT INTO claim_units(host, unit, claim_id) SELECT $1, value, $2 FROM json_each($3)",
-               {c.host, c.id, InListParam(db, units)})
-      .refused;
+  return InsertRows(db, c.host, c.id, rows);
+}
+
+// After claim `id`'s own rows are deleted: takes its parts off the share rows, deleting a row
+// with its last holder. Clamped at 0, so a store corrupted by hand can still release (Audit
+// reports the rest).
+void ReleaseShares(SqlConnection& db, const std::string& host, const std::vector<GpuShare>& shares) {
+  for (const GpuShare& s : shares) {
+    const std::string unit = "pci:" + s.address, milli = std::to_string(s.milli), holders = std::to_string(s.holders);
+    db.Exec("DELETE FROM claim_units WHERE host = $1 AND unit = $2 AND claim_id = $3 AND holders <= $4",
+            {host, unit, ModeOf(s), holders});
+    db.Exec("UPDATE claim_units SET milli = CASE WHEN milli > $4 THEN milli - $4 ELSE 0 END,"
+            " holders = CASE WHEN holders > $5 THEN holders - $5 ELSE 0 END"
+            " WHERE host = $1 AND unit = $2 AND claim_id = $3",
+            {host, unit, ModeOf(s), milli, holders});
+  }
+}
+
+// The PCI address a unit names: "cpu:N" -> "", "pci:A" -> A, "mig:A:N" -> A.
+std::string AddressOfUnit(const std::string& unit) {
+  if (unit.rfind("pci:", 0) == 0) return unit.substr(4);
+  if (unit.rfind("mig:", 0) == 0) {
+    const size_t last = unit.rfind(':');
+    return last > 4 ? unit.substr(4, last - 4) : "";
+  }
+  return "";
+}
+
+// Why a claim of `rows` on `host` was refused, when a GPU is the reason: read after the refusal
+// (outside the refused statement), so a claim that raced away leaves nothing to explain and the
+// caller keeps the database's message. "" when no GPU row explains it.
+std::string ExplainGpuRefusal(SqlConnection& db, const std::string& host, const ClaimRows& rows) {
+  std::vector<std::string> wanted = rows.units;
+  for (const GpuShare& s : rows.shares) wanted.push_back("pci:" + s.address);
+  if (wanted.empty()) return "";
+  std::map<std::string, SqlRow> held;
+  for (SqlRow& row : db.Exec("SELECT unit, claim_id, milli, holders FROM claim_units WHERE host = $1 AND " +
+                                 InListSql(db, "unit", 2),
+                             {host, InListParam(db, wanted)})
+                         .rows)
+    held[Text(row[0])] = std::move(row);
+  const std::string on = " on host " + host;
+  for (const GpuShare& s : rows.shares) {
+    auto it = held.find("pci:" + s.address);
+    if (it == held.end()) continue;
+    const std::string& holder = Text(it->second[1]);
+    const std::string gpu = "GPU " + s.address + on;
+    if (!it->second[2]) return gpu + " is held whole by claim " + holder;
+    if (holder != ModeOf(s))
+      return gpu + (s.mig ? " holds time-slicing shares, not MIG slices" : " holds MIG slices, not time-slicing shares");
+    const int64_t milli = ToInt(it->second[2]);
+    if (milli + s.milli > 1000)
+      return gpu + ": " + std::to_string(milli) + "/1000 already " + (s.mig ? "held by MIG slices" : "shared") + ", " +
+             std::to_string(s.milli) + " more would exceed it";
+  }
+  for (const std::string& unit : rows.units) {
+    auto it = held.find(unit);
+    if (it == held.end()) continue;
+    const std::string address = AddressOfUnit(unit);
+    if (address.empty()) continue;
+    const std::string& holder = Text(it->second[1]);
+    if (it->second[2])
+      return "GPU " + address + on + (holder == kMigMode ? " holds MIG slices" : " is shared (" + Text(it->second[2]) + "/1000 held)") +
+             ", not free whole";
+    if (unit.rfind("mig:", 0) == 0)
+      return "GPU " + address + on + ": MIG memory slice " + unit.substr(unit.rfind(':') + 1) + " is in claim " + holder;
+  }
+  return "";
 }
 
 // PostgreSQL: one claim in one statement — the generation check and bump (with the change
@@ -272,6 +487,26 @@ constexpr const char* kClaimStatementPostgres =
     "  RETURNING 1)"
     " SELECT (SELECT count(*) FROM claim), (SELECT count(*) FROM units)";
 
+// The same for a claim that holds GPUs in part: its units and share rows in one upsert, in the
+// rows' order ($8..$11: unit, mode, milli, holders; see InsertRows). A share that does not fit
+// fails the whole statement as a taken unit does.
+const std::string kClaimStatementPostgresShares =
+    std::string(
+        "WITH bumped AS ("
+        "  UPDATE hosts SET generation = generation + 1, change_number = pg_current_xact_id()::text::bigint"
+        "  WHERE name = $1 AND generation = $2 AND state = 'enabled' RETURNING name),"
+        " claim AS ("
+        "  INSERT INTO claims(id, host, flavor, created_at, placement, created_us)"
+        "  SELECT $3, name, $4, $5, $6, $7::bigint FROM bumped RETURNING id),"
+        " units AS ("
+        "  INSERT INTO claim_units(host, unit, claim_id, milli, holders)"
+        "  SELECT $1, r.unit, coalesce(nullif(r.mode, ''), claim.id), r.milli, r.holders"
+        "  FROM claim, unnest($8::text[], $9::text[], $10::int[], $11::int[])"
+        "  WITH ORDINALITY AS r(unit, mode, milli, holders, n) ORDER BY r.n") +
+    kShareUpsert +
+    "  RETURNING 1)"
+    " SELECT (SELECT count(*) FROM claim), (SELECT count(*) FROM units)";
+
 void MigrateV1ToV2(SqlConnection& db) {
   for (const char* sql : kSchemaV2) db.Exec(sql);
   // Every existing claim's units, so the database guards them from now on.
@@ -287,6 +522,32 @@ void MigrateV1ToV2(SqlConnection& db) {
   }
 }
 
+// Version 5 for the claims made before it: a claim that holds GPUs by model and size gets the
+// rows it would get now (whole GPUs and MIG slices as units, its parts in share rows). Claims
+// without "gpus" in their placement are not read: their rows are already what they would be.
+void MigrateToV5(SqlConnection& db) {
+  for (const char* sql : kSchemaV5) db.Exec(sql);
+  SqlResult claims = db.Exec("SELECT id, host, flavor, created_at, placement FROM claims "
+                             "WHERE placement LIKE '%\"gpus\"%' ORDER BY created_us, created_at, id");
+  for (const SqlRow& row : claims.rows) {
+    const Claim c = ClaimFromRow(db.url(), row);
+    if (c.placement.gpus.empty()) continue;
+    const std::string where = db.url() + " (claim " + c.id + ")";
+    const std::string hint = "release one of them with `accel release ID` and migrate again";
+    ClaimRows rows;
+    if (std::string bad = RowsOf(c.placement, &rows); !bad.empty()) throw InputError(where, "", bad, hint);
+    db.Exec("DELETE FROM claim_units WHERE host = $1 AND claim_id = $2", {c.host, c.id});
+    if (std::optional<std::string> refused = InsertRows(db, c.host, c.id, rows)) {
+      // SQLite: the statement alone failed, so the rows can be read; PostgreSQL: the transaction
+      // is aborted, and the database's message names the constraint.
+      std::string why = db.engine() == SqlEngine::kSqlite ? ExplainGpuRefusal(db, c.host, rows) : "";
+      throw InputError(where, "", (why.empty() ? "its GPUs" : why) + ": also held by another claim (" + *refused + ")",
+                       hint);
+    }
+  }
+  db.Exec("INSERT INTO accel_schema(version) VALUES (5)");
+}
+
 }  // namespace
 
 std::vector<std::string> UnitsOf(const placement::Placement& p) {
@@ -295,7 +556,39 @@ std::vector<std::string> UnitsOf(const placement::Placement& p) {
   std::vector<std::string> units;
   for (int cpu : cpus.ToVector()) units.push_back("cpu:" + std::to_string(cpu));
   for (const placement::DevicePlacement& d : p.devices) units.push_back("pci:" + d.address);
+  for (const placement::GpuPlacement& g : p.gpus) {
+    if (g.is_mig()) {
+      if (!ValidMigRange(g)) continue;  // refused before any write (RowsOf)
+      for (int slice = g.mig_start; slice < g.mig_start + g.mig_slices; ++slice)
+        units.push_back("mig:" + g.address + ":" + std::to_string(slice));
+    } else if (!g.is_share()) {
+      units.push_back("pci:" + g.address);
+    }
+  }
   return units;
+}
+
+std::optional<std::string> InsertClaimRows(SqlConnection& db, const Claim& c) {
+  ClaimRows rows;
+  if (std::string bad = RowsOf(c.placement, &rows); !bad.empty()) return "host " + c.host + ": " + bad;
+  return InsertClaim(db, c, rows);
+}
+
+std::vector<GpuShare> GpuSharesOf(const placement::Placement& p) {
+  std::map<std::string, GpuShare> by_address;
+  for (const placement::GpuPlacement& g : p.gpus) {
+    if (!g.is_mig() && !g.is_share()) continue;
+    GpuShare& s = by_address[g.address];
+    if (s.holders == 0) {
+      s.address = g.address;
+      s.mig = g.is_mig();
+    }
+    s.milli += g.milli;
+    ++s.holders;
+  }
+  std::vector<GpuShare> out;
+  for (auto& [address, s] : by_address) out.push_back(std::move(s));
+  return out;
 }
 
 std::string DefaultStatePath() {
@@ -388,6 +681,7 @@ int FleetStore::Migrate() {
     else
       for (const char* sql : kSchemaV4Sqlite) db.Exec(sql);
   }
+  if (found < 5) MigrateToV5(db);
   if (db.engine() == SqlEngine::kSqlite) db.Exec("PRAGMA user_version = " + std::to_string(kSchemaVersion));
   tx.Commit();
   return found;
@@ -449,11 +743,16 @@ void CheckClaimsFit(SqlConnection& db, const std::string& host, const topology::
   for (const SqlRow& row : units.rows) {
     const std::string unit = Text(row[0]);
     bool present = unit.rfind("cpu:", 0) == 0 ? cpus.Contains(std::stoi(unit.substr(4)))
-                                              : hw.FindPci(unit.substr(4)) != nullptr;
-    if (!present)
-      throw InputError("--topology", "", "host " + host + " has claim " + Text(row[1]) + " on " + unit +
+                                              : hw.FindPci(AddressOfUnit(unit)) != nullptr;
+    if (present) continue;
+    const std::string holder = Text(row[1]);
+    if (holder.rfind('*', 0) == 0)  // a share row: name the GPU, the claims are listed by host
+      throw InputError("--topology", "", "host " + host + " has claims on a part of GPU " + AddressOfUnit(unit) +
                                              ", which the new topology lacks",
-                       "release the claim first (`accel fleet release " + Text(row[1]) + "`)");
+                       "release them first (`accel fleet claims --host " + host + "`)");
+    throw InputError("--topology", "", "host " + host + " has claim " + holder + " on " + unit +
+                                           ", which the new topology lacks",
+                     "release the claim first (`accel fleet release " + holder + "`)");
   }
   placement::HostUsage usage;
   for (const SqlRow& row : db.Exec("SELECT id, host, flavor, created_at, placement FROM claims WHERE host = $1", {host}).rows)
@@ -758,7 +1057,12 @@ ClaimResult FleetStore::ClaimOnHost(
     return result;
   }
   Claim claim{NewClaimId(), host, p->flavor, NowUtc(), std::move(*p)};
-  if (std::optional<std::string> refused = InsertClaim(db, claim)) {
+  ClaimRows rows;
+  if (std::string bad = RowsOf(claim.placement, &rows); !bad.empty()) {
+    result.refused = "host " + host + ": " + bad;
+    return result;
+  }
+  if (std::optional<std::string> refused = InsertClaim(db, claim, rows)) {
     result.refused = "the store refused it: " + *refused;
     return result;  // rolled back: nothing stored
   }
@@ -770,14 +1074,29 @@ ClaimResult FleetStore::ClaimOnHost(
 bool FleetStore::Release(const std::string& id) {
   SqlConnection& db = *db_;
   SqlTransaction tx(db, true);
-  SqlResult r = db.Exec("SELECT host FROM claims WHERE id = $1", {id});
+  // Deleting the claim row first makes this transaction the one that releases it: a concurrent
+  // release of the same claim waits on the row and then deletes nothing, so parts are never
+  // taken off the share rows twice.
+  SqlResult r = db.Exec("DELETE FROM claims WHERE id = $1 RETURNING host, placement", {id});
   if (r.rows.empty()) return false;
-  // By host first: the primary key's leading column finds the host's few hundred rows at most.
-  db.Exec("DELETE FROM claim_units WHERE host = $1 AND claim_id = $2", {Text(r.rows[0][0]), id});
-  db.Exec("DELETE FROM claims WHERE id = $1", {id});
+  const std::string host = Text(r.rows[0][0]);
+  // The host row before any unit or share row, in the order every claimer takes them (the claim
+  // statement bumps the generation first): a release and a claim of the same GPU's share row
+  // would otherwise each hold what the other waits for (PostgreSQL: a deadlock, one aborted).
   db.Exec(std::string("UPDATE hosts SET generation = generation + 1, change_number = ") + ChangeNumberSql(db) +
               " WHERE name = $1",
-          {Text(r.rows[0][0])});
+          {host});
+  // By host first: the primary key's leading column finds the host's few hundred rows at most.
+  db.Exec("DELETE FROM claim_units WHERE host = $1 AND claim_id = $2", {host, id});
+  const std::string placement_json = Text(r.rows[0][1]);
+  if (placement_json.find("\"gpus\"") != std::string::npos) {
+    // A placement that cannot be read holds nothing this accel can take off; Audit names the
+    // share rows it leaves.
+    try {
+      ReleaseShares(db, host, GpuSharesOf(StoredPlacement(url(), id, placement_json)));
+    } catch (const InputError&) {
+    }
+  }
   tx.Commit();
   return true;
 }
@@ -806,13 +1125,30 @@ std::vector<std::string> FleetStore::Audit() {
   std::vector<std::string> problems;
   std::map<std::string, placement::HostUsage> usage;
   std::map<std::pair<std::string, std::string>, std::string> expected_units;  // (host, unit) -> claim
+  // (host, GPU address) -> what the claims' parts sum to, recomputed from the claims alone; a
+  // GPU whose claims mix shares and MIG slices is named once.
+  std::map<std::pair<std::string, std::string>, GpuShare> expected_shares;
+  std::set<std::pair<std::string, std::string>> mixed;
   for (const SqlRow& row :
        db.Exec("SELECT id, host, flavor, created_at, placement FROM claims ORDER BY created_us, created_at, id").rows) {
     Claim c = ClaimFromRow(url(), row);
     if (std::string overlap = usage[c.host].Apply(c.placement); !overlap.empty())
       problems.push_back("host " + c.host + ": claim " + c.id + " double-books: " + overlap);
     for (const std::string& unit : UnitsOf(c.placement)) expected_units[{c.host, unit}] = c.id;
+    for (const GpuShare& s : GpuSharesOf(c.placement)) {
+      auto [it, fresh] = expected_shares.try_emplace({c.host, s.address}, s);
+      if (fresh) continue;
+      if (it->second.mig != s.mig && mixed.insert(it->first).second)
+        problems.push_back("GPU " + s.address + " on host " + c.host +
+                           ": claims hold both time-slicing shares and MIG slices of it");
+      it->second.milli += s.milli;
+      it->second.holders += s.holders;
+    }
   }
+  for (const auto& [key, s] : expected_shares)
+    if (s.milli > 1000)
+      problems.push_back("GPU " + key.second + " on host " + key.first + ": claims hold " + std::to_string(s.milli) +
+                         "/1000 thousandths of it");
   // Pages and memory: a node's pools must hold what the claims on it take.
   for (const HostRecord& h : ListHosts()) {
     auto it = usage.find(h.name);
@@ -821,13 +1157,41 @@ std::vector<std::string> FleetStore::Audit() {
       problems.push_back("host " + h.name + ": " + over);
   }
   size_t rows = 0;
-  for (const SqlRow& row : db.Exec("SELECT host, unit, claim_id FROM claim_units").rows) {
+  std::set<std::pair<std::string, std::string>> share_rows;
+  for (const SqlRow& row : db.Exec("SELECT host, unit, claim_id, milli, holders FROM claim_units").rows) {
+    const std::string host = Text(row[0]), unit = Text(row[1]), holder = Text(row[2]);
+    if (holder.rfind('*', 0) == 0) {
+      // A share row: the GPU's parts as the claims hold them.
+      const std::string address = AddressOfUnit(unit);
+      const std::string said = holder + " " + Text(row[3]) + "/1000 by " + Text(row[4]) + " part(s)";
+      share_rows.insert({host, address});
+      auto it = expected_shares.find({host, address});
+      if (unit.rfind("pci:", 0) != 0 || (holder != kSharesMode && holder != kMigMode) || !row[3] || !row[4]) {
+        problems.push_back("share row " + unit + " on " + host + " is malformed (" + said + ")");
+      } else if (it == expected_shares.end()) {
+        problems.push_back("GPU " + address + " on host " + host + ": the share row says " + said +
+                           " but no claim holds a part of it");
+      } else if (ModeOf(it->second) != holder || ToInt(row[3]) != it->second.milli ||
+                 ToInt(row[4]) != it->second.holders) {
+        problems.push_back("GPU " + address + " on host " + host + ": the share row says " + said + ", the claims hold " +
+                           ModeOf(it->second) + " " + std::to_string(it->second.milli) + "/1000 by " +
+                           std::to_string(it->second.holders) + " part(s)");
+      }
+      continue;
+    }
     ++rows;
-    auto it = expected_units.find({Text(row[0]), Text(row[1])});
-    if (it == expected_units.end() || it->second != Text(row[2]))
-      problems.push_back("unit " + Text(row[1]) + " on " + Text(row[0]) + " is booked for claim " + Text(row[2]) +
+    auto it = expected_units.find({host, unit});
+    if (it == expected_units.end() || it->second != holder)
+      problems.push_back("unit " + unit + " on " + host + " is booked for claim " + holder +
                          " but no such claim holds it");
+    else if (row[3] || row[4])
+      problems.push_back("unit " + unit + " on " + host + " of claim " + holder + " carries share counts");
   }
+  for (const auto& [key, s] : expected_shares)
+    if (!share_rows.count(key))
+      problems.push_back("GPU " + key.second + " on host " + key.first + ": claims hold " + ModeOf(s) + " " +
+                         std::to_string(s.milli) + "/1000 by " + std::to_string(s.holders) +
+                         " part(s), but there is no share row");
   if (rows != expected_units.size())
     problems.push_back(std::to_string(expected_units.size()) + " units held by claims, " + std::to_string(rows) +
                        " rows in claim_units");
@@ -856,17 +1220,26 @@ ClaimResult ClaimBatch::TryClaim(const std::string& host, int64_t expected_gener
   // the common one-instance batch); a refusal by a constraint then starts the batch afresh.
   const bool savepoint = claimed_ > 0;
   const std::string name = "claim_" + std::to_string(++savepoints_);
-  if (savepoint) db.Exec("SAVEPOINT " + name);
   Claim claim{NewClaimId(), host, p.flavor, NowUtc(), p};
   claim.placement.host = host;
   ClaimResult result;
+  ClaimRows rows;
+  if (std::string bad = RowsOf(claim.placement, &rows); !bad.empty()) {
+    result.refused = "host " + host + ": " + bad;  // nothing was sent
+    return result;
+  }
+  if (savepoint) db.Exec("SAVEPOINT " + name);
   bool bumped = false;
-  std::optional<std::string> refused;  // a unit is taken: the database's message
+  std::optional<std::string> refused;  // a unit is taken or a share does not fit: the database's message
   if (db.engine() == SqlEngine::kPostgres) {
-    SqlResult r = db.TryExec(kClaimStatementPostgres,
-                             {host, std::to_string(expected_generation), claim.id, claim.flavor, claim.created_at,
-                              placement::WritePlacementJson(claim.placement), NowMicros(),
-                              TextArrayLiteral(UnitsOf(claim.placement))});
+    std::vector<SqlValue> params = {host, std::to_string(expected_generation), claim.id, claim.flavor,
+                                    claim.created_at, placement::WritePlacementJson(claim.placement), NowMicros()};
+    if (rows.shares.empty()) {
+      params.push_back(TextArrayLiteral(rows.units));
+    } else {
+      for (SqlValue& v : RowParams(db, rows.ordered)) params.push_back(std::move(v));
+    }
+    SqlResult r = db.TryExec(rows.shares.empty() ? kClaimStatementPostgres : kClaimStatementPostgresShares, params);
     if (r.refused) refused = std::move(r.refused);
     else bumped = ToInt(r.rows.at(0).at(0)) == 1;
   } else {
@@ -874,7 +1247,7 @@ ClaimResult ClaimBatch::TryClaim(const std::string& host, int64_t expected_gener
                          ChangeNumberSql(db) + " WHERE name = $1 AND generation = $2 AND state = 'enabled'",
                      {host, std::to_string(expected_generation)})
                  .affected == 1;
-    if (bumped) refused = InsertClaim(db, claim);
+    if (bumped) refused = InsertClaim(db, claim, rows);
   }
   if (refused) {
     if (savepoint) {
@@ -889,7 +1262,11 @@ ClaimResult ClaimBatch::TryClaim(const std::string& host, int64_t expected_gener
       db.Begin(true);
       open_ = true;
     }
-    result.refused = "host " + host + ": a unit is taken (" + refused->substr(0, 160) + ")";
+    // A GPU's rows say why in the caller's words ("GPU A on host X: 810/1000 already shared, 470
+    // more would exceed it"); any other unit keeps the database's message.
+    // (Claims without GPUs by model skip the read: refusals are frequent under contention.)
+    std::string why = claim.placement.gpus.empty() ? "" : ExplainGpuRefusal(db, host, rows);
+    result.refused = why.empty() ? "host " + host + ": a unit is taken (" + refused->substr(0, 160) + ")" : why;
     return result;
   }
   if (!bumped) {

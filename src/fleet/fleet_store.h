@@ -12,6 +12,30 @@
 //     reached the host meanwhile, no row changes and the claim is refused (pages and shared
 //     vCPUs, which are counts, not units, are guarded this way);
 //   - a claim is one transaction: a process killed at any moment leaves all of it or none.
+//
+// GPUs by model and size (placement::GpuPlacement, schema 5) are guarded the same way, in
+// claim_units, by the database alone:
+//   - a whole GPU takes the unit "pci:ADDRESS", as a passed-through device does;
+//   - a MIG slice takes one unit per memory slice, "mig:ADDRESS:N": the primary key refuses an
+//     overlapping GPU instance, so the geometry is exact;
+//   - a GPU held in part has one *share row*: unit "pci:ADDRESS", claim_id '*shares'
+//     (time-slicing/MPS) or '*mig' (MIG slices), milli = the thousandths its parts hold
+//     (CHECK milli BETWEEN 0 AND 1000), holders = how many parts (CHECK holders >= 0); both columns
+//     are NULL on every other row. A claim writes its units and share rows in one statement,
+//     `INSERT ... ON CONFLICT (host, unit) DO UPDATE` that adds milli and holders to an existing
+//     share row of the same mode and sets claim_id to NULL otherwise, which NOT NULL refuses. So
+//     shares summing above 1000 (the CHECK), a share beside MIG slices (the modes differ), a part
+//     of a GPU held whole or a whole claim or passthrough of a GPU held in part (the same unit:
+//     the upsert, or the primary key for a plain insert) are constraint violations: the claim is
+//     refused like a taken unit, on both engines, whatever the claimer believed. Concurrent
+//     claimers of one GPU meet on its one row (PostgreSQL's upsert waits for the other and adds to
+//     what it committed); every claim writes its rows in one order (CPUs, then units by name).
+//   - Release deletes the claim's rows and takes its parts off the share rows, deleting a row
+//     with its last holder, in the transaction that deletes the claim (the claim row first, so two
+//     releases of one claim cannot both subtract). RemoveHost --force deletes the host's rows,
+//     share rows included; UpdateHost's topology check names a GPU held in part that the new
+//     hardware lacks; Audit recomputes every share row from the claims (mode, sum, holders) and
+//     reports a difference, a missing or extra row, and any GPU whose claims sum above 1000.
 // A ClaimBatch holds several claims (accel fleet place --count N) in one transaction, each after
 // the first in a savepoint, so a refused candidate falls back to the next one and the batch
 // commits whole.
@@ -38,7 +62,10 @@
 // Schema versions (`accel fleet store migrate`): 1 = the claims table of accel's first claim
 // store; 2 = hosts, topologies (one row per distinct hardware) and claim_units; 3 = the change
 // feed (hosts.change, removed_hosts); 4 = claim_units without a foreign key to claims or an index
-// on claim_id (a claim's units are written and deleted with it; Audit finds orphans). SQLite stores are
+// on claim_id (a claim's units are written and deleted with it; Audit finds orphans); 5 = GPUs by
+// model and size: claim_units' milli and holders columns (share rows), and the rows of the claims
+// made before it that hold GPUs (whole GPUs and MIG slices as units, parts in share rows; a claim
+// that would double-book under those rules stops the migration, naming it). SQLite stores are
 // migrated when opened (one box, one user); a PostgreSQL store shared by many schedulers is
 // migrated only by `accel fleet store migrate`, and opening an older one says so.
 //
@@ -83,7 +110,9 @@ struct Claim {
 struct ClaimResult {
   std::optional<Claim> claim;  ///< the stored claim; unset when nothing was stored
   /// Why nothing was stored: the host is not enabled, changed or left the fleet, the placement
-  /// books a CPU or device that a live claim holds, or names another host. "" when stored, or
+  /// books a CPU or device that a live claim holds, a GPU share or MIG slice does not fit ("GPU
+  /// 0000:41:00.0 on host X: 810/1000 already shared, 470 more would exceed it"), the placement
+  /// holds one GPU two ways, or it names another host. "" when stored, or
   /// when ClaimOnHost's callback returned nullopt (no placement: the caller knows why).
   std::string refused;
   bool claimed() const { return claim.has_value(); }
@@ -144,7 +173,7 @@ std::string DefaultStatePath();
 class FleetStore {
  public:
   /// The schema version this accel writes.
-  static constexpr int kSchemaVersion = 4;
+  static constexpr int kSchemaVersion = 5;
 
   /// Opens the store at `url` (see store_url.h). SQLite: creates the file, its directory and
   /// the schema, migrating an older file. PostgreSQL: connects and checks the schema.
@@ -224,8 +253,10 @@ class FleetStore {
   /// stored placement cannot be read or two stored claims overlap (naming the claim id).
   placement::HostUsage UsageOf(const std::string& host);
 
-  /// Deletes claim `id` and its units, bumping its host's generation. Returns true when it
-  /// existed, false when there is no such claim.
+  /// Deletes claim `id` and its units and takes its GPU parts off the share rows, bumping its
+  /// host's generation. Returns true when it existed, false when there is no such claim (or a
+  /// concurrent release took it). A claim whose stored placement cannot be read is deleted with
+  /// its units; its parts stay in the share rows, which Audit then reports.
   bool Release(const std::string& id);
 
   /// Live claims, oldest first; only those on `host` when given.
@@ -234,8 +265,10 @@ class FleetStore {
   std::optional<Claim> GetClaim(const std::string& id);
 
   /// Recomputes every host's usage from its claims and checks claim_units against them:
-  /// returns one line per double-booked CPU, page pool or device, or per unit row that does
-  /// not match its claim; empty when the store is consistent.
+  /// returns one line per double-booked CPU, page pool, device or GPU (shares summing above 1000,
+  /// shares beside MIG slices), per unit row that does not match its claim, and per share row
+  /// whose mode, thousandths or holders differ from what the claims hold (or that no claim
+  /// explains, or that is missing); empty when the store is consistent.
   std::vector<std::string> Audit();
 
   explicit FleetStore(std::unique_ptr<SqlConnection> db) : db_(std::move(db)) {}
@@ -276,10 +309,12 @@ class ClaimBatch {
   ClaimBatch& operator=(const ClaimBatch&) = delete;
 
   /// Claims `p` on `host` if the host is still at `expected_generation`, enabled, and every
-  /// unit of `p` is free. Returns the claim (in the batch; durable with Commit), or no claim with
-  /// `refused` saying why not ("host X changed (generation 4 -> 5)", "host X is disabled", "host
-  /// X left the fleet", "host X: a unit is taken (the database's message)"). Throws SystemError
-  /// when the database fails (the whole batch is lost then).
+  /// unit of `p` is free and its GPU parts fit beside the others (see the header comment). Returns
+  /// the claim (in the batch; durable with Commit), or no claim with `refused` saying why not
+  /// ("host X changed (generation 4 -> 5)", "host X is disabled", "host X left the fleet", "host
+  /// X: a unit is taken (the database's message)", "GPU A on host X: 810/1000 already shared,
+  /// 470 more would exceed it", "GPU A on host X holds MIG slices, not time-slicing shares").
+  /// Throws SystemError when the database fails (the whole batch is lost then).
   ClaimResult TryClaim(const std::string& host, int64_t expected_generation, const placement::Placement& p);
 
   /// Makes every successful TryClaim durable. Throws SystemError when the commit fails.
@@ -294,7 +329,28 @@ class ClaimBatch {
 };
 
 /// The units a placement holds, as claim_units keys: "cpu:N" for each host CPU it consumes
-/// (pinned, isolated siblings, emulator) and "pci:ADDRESS" for each device.
+/// (pinned, isolated siblings, emulator), "pci:ADDRESS" for each device and each whole GPU, and
+/// "mig:ADDRESS:N" for each memory slice of each MIG slice. (Shares are not units: GpuSharesOf.)
 std::vector<std::string> UnitsOf(const placement::Placement& p);
+
+/// What a placement holds of one GPU in part, as its share row counts it (header comment).
+struct GpuShare {
+  std::string address;  ///< the GPU's PCI address
+  bool mig = false;     ///< MIG slices (claim_id '*mig'); false: time-slicing/MPS shares ('*shares')
+  int milli = 0;        ///< thousandths its parts hold (GpuPlacement::milli summed)
+  int holders = 0;      ///< its parts (GpuPlacement entries) on this GPU
+};
+
+/// The GPUs `p` holds in part (shares or MIG slices), one entry per GPU, by address.
+std::vector<GpuShare> GpuSharesOf(const placement::Placement& p);
+
+/// The lowest-level claim path, under ClaimOnHost and ClaimBatch::TryClaim: writes claim `c` (its
+/// row, its units and its share rows) on the connection as it is — in the caller's transaction, or
+/// each statement on its own — with no generation check and no look at the host's usage, so the
+/// database's constraints are the only guard. For migrations and for tests that race it. Returns
+/// nullopt when written; otherwise why not: a placement that holds one GPU two ways or a part out
+/// of range (nothing sent), or the database's message (PostgreSQL inside a transaction: aborted,
+/// roll it back; SQLite: the refused statement alone is undone, so roll back too).
+std::optional<std::string> InsertClaimRows(SqlConnection& db, const Claim& c);
 
 }  // namespace accel::fleet

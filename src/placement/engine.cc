@@ -313,12 +313,15 @@ PlaceResult PlaceFloating(const HostView& host, const PlacementRequest& req, con
   const int used = room.vcpus_used;
   const double capacity = room.vcpu_capacity;
   const uint64_t free_mib = room.free_base_mib;
-  if (req.cpu_milli == 0 && used + req.vcpus > capacity)
+  // In whole vCPUs while no pod CPU is involved (Nova's rule and message); in thousandths as
+  // soon as the request or the host's floating guests hold any, so a VM counts what pods hold.
+  const bool in_milli = req.cpu_milli > 0 || room.cpu_milli_used > 0;
+  if (!in_milli && used + req.vcpus > capacity)
     result.no_fit.reasons.push_back("host: " + std::to_string(used) + " shared vCPUs already on a capacity of " +
                                     std::to_string(static_cast<long>(capacity)) + " (cpu_allocation_ratio " +
                                     std::to_string(host.policy.cpu_allocation_ratio) + "); needs " +
                                     std::to_string(req.vcpus) + " more");
-  if (req.cpu_milli > 0) {
+  if (in_milli) {
     const int64_t used_milli = int64_t{used} * 1000 + room.cpu_milli_used;
     const int64_t want = int64_t{req.vcpus} * 1000 + req.cpu_milli;
     const auto capacity_milli = static_cast<int64_t>(capacity * 1000 + 0.5);
@@ -338,17 +341,26 @@ PlaceResult PlaceFloating(const HostView& host, const PlacementRequest& req, con
   std::vector<GpuPlacement> gpus;
   if (req.gpu) {
     const std::vector<const topology::PciDevice*> accelerators = AcceleratorsOf(host.topology);
-    const std::vector<GpuSlot> slots = GpuSlotsOf(accelerators, host.usage);
+    std::vector<GpuSlot> slots = GpuSlotsOf(accelerators, host.usage);
+    // A GPU this placement passes through for a PCI alias is not free for its GPU request.
+    for (const auto& [r, d] : chosen)
+      for (size_t i = 0; i < accelerators.size(); ++i)
+        if (accelerators[i]->address == d->address) {
+          slots[i].whole_held = true;
+          slots[i].free_milli = 0;
+        }
     std::string why;
     std::vector<GpuChoice> choices = GpuChoices(accelerators, slots, *req.gpu, &why);
     if (choices.empty()) {
       result.no_fit.reasons.push_back("GPUs: " + why);
     } else if (gpu_choice) {
-      const bool offered = std::any_of(choices.begin(), choices.end(), [&](const GpuChoice& c) {
+      // The offered choice, not the caller's copy: its geometry (slices of the instance and of
+      // the GPU) is what GpuChoices computed for this host.
+      const auto offered = std::find_if(choices.begin(), choices.end(), [&](const GpuChoice& c) {
         return c.gpus == gpu_choice->gpus && c.mig_start == gpu_choice->mig_start;
       });
-      if (!offered) result.no_fit.reasons.push_back("GPUs: the chosen GPUs cannot take the request");
-      else gpus = GpuPlacementsOf(accelerators, *gpu_choice, *req.gpu);
+      if (offered == choices.end()) result.no_fit.reasons.push_back("GPUs: the chosen GPUs cannot take the request");
+      else gpus = GpuPlacementsOf(accelerators, *offered, *req.gpu);
     } else {
       gpus = GpuPlacementsOf(accelerators, DefaultGpuChoice(slots, std::move(choices)), *req.gpu);
     }

@@ -27,7 +27,18 @@ const MigShape* ShapeFor(const GpuRequest& ask, const topology::PciDevice& d) {
   return nullptr;
 }
 
-uint32_t Bits(int start, int count) { return ((uint32_t{1} << count) - 1) << start; }
+// The bits of memory slices [start, start + count); the caller keeps 0 <= start, 1 <= count and
+// start + count <= 32 (a GpuSlot tracks 32 slices).
+uint32_t Bits(int start, int count) { return (count == 32 ? ~uint32_t{0} : (uint32_t{1} << count) - 1) << start; }
+
+// Why `ask` is not a request GpuChoices can answer ("" when it is): GpuRequest's own rules.
+std::string MalformedAsk(const GpuRequest& ask) {
+  if (ask.count < 1) return "a GPU request for " + std::to_string(ask.count) + " GPUs";
+  if (ask.milli < 1 || ask.milli > 1000) return "a GPU share of " + std::to_string(ask.milli) + " thousandths is not 1..1000";
+  if (ask.count > 1 && ask.milli < 1000) return "a share of a GPU (milli < 1000) is for one GPU, not " + std::to_string(ask.count);
+  if (ask.count > 1 && !ask.mig_profile.empty()) return "a MIG slice is for one GPU, not " + std::to_string(ask.count);
+  return "";
+}
 
 }  // namespace
 
@@ -88,6 +99,10 @@ int MigMilli(int memory_slices, int gpu_slices) {
 std::vector<GpuChoice> GpuChoices(const std::vector<const topology::PciDevice*>& accelerators,
                                   const std::vector<GpuSlot>& slots, const GpuRequest& ask, std::string* why) {
   std::vector<GpuChoice> out;
+  if (std::string bad = MalformedAsk(ask); !bad.empty()) {
+    if (why) *why = bad;
+    return out;
+  }
   int of_model = 0;
   auto allowed = [&](size_t i) {
     const topology::PciDevice& d = *accelerators[i];
@@ -102,7 +117,10 @@ std::vector<GpuChoice> GpuChoices(const std::vector<const topology::PciDevice*>&
       const GpuSlot& s = slots[i];
       if (s.whole_held || (s.mig_slices == 0 && s.free_milli < 1000)) continue;
       for (int start : shape->starts) {
-        if (start < 0 || start + shape->memory_slices > shape->gpu_slices || shape->memory_slices <= 0) continue;
+        // Within the GPU's slices and the 32 that usage tracks (HostUsage refuses beyond them).
+        if (start < 0 || shape->memory_slices <= 0 || start > shape->gpu_slices - shape->memory_slices ||
+            start > 32 - shape->memory_slices)
+          continue;
         if (s.mig_slices & Bits(start, shape->memory_slices)) continue;
         out.push_back({{static_cast<int>(i)}, start, shape->memory_slices, shape->gpu_slices});
       }

@@ -78,6 +78,13 @@ void HostState::Refresh(const Placement& p, bool applied) {
     if (applied) --device_delta[acc->second];
     else recount_devices[acc->second] = 1;
   }
+  // GPUs by model and size: a share or MIG slice takes a GPU out of the free ones only when it
+  // is the first part held, and gives it back only with the last, so their nodes are counted.
+  for (const GpuPlacement& g : p.gpus) {
+    auto acc = std::find_if(accelerators_.begin(), accelerators_.end(),
+                            [&](const auto& a) { return a.first == g.address; });
+    if (acc != accelerators_.end()) recount_devices[acc->second] = 1;
+  }
   const bool cpus_changed = !changed.Empty();
   for (size_t i = 0; i < n; ++i) {
     NodeView& v = nodes_[i];

@@ -184,8 +184,13 @@ GpuPlacement GpuFromJson(const JsonReader& r, const J& j, const std::string& pat
   g.mig_profile = PlacementString(r, j, path, "mig_profile", false);
   g.mig_start = PlacementInt(r, j, path, "mig_start", !g.mig_profile.empty(), -1, -1);
   g.mig_slices = PlacementInt(r, j, path, "mig_slices", !g.mig_profile.empty(), 0);
-  if (!g.mig_profile.empty() && (g.mig_start < 0 || g.mig_slices < 1 || g.mig_start + g.mig_slices > 32))
+  if (!g.mig_profile.empty() && (g.mig_start < 0 || g.mig_slices < 1 || g.mig_start >= 32 || g.mig_slices > 32 - g.mig_start))
     r.Fail({path, "mig_start"}, "with mig_slices is not a range of memory slices", "a MIG GPU has at most 8 memory slices");
+  // A share or a whole GPU has no geometry: slices given without a profile would be dropped on
+  // the way out (and read as MIG slices by nobody), so they are refused on the way in.
+  if (g.mig_profile.empty())
+    for (const char* key : {"mig_start", "mig_slices"})
+      if (r.Find(j, key)) r.Fail({path, key}, "is given without mig_profile", "only a MIG slice has memory slices");
   g.numa_node = PlacementInt(r, j, path, "numa_node", false, -1, -1);
   return g;
 }
@@ -263,7 +268,8 @@ Placement PlacementFromJsonOf(const J& j, const std::string& where) {
   p.floating_vcpus = PlacementInt(r, j, "", "floating_vcpus", false, 0);
   p.floating_memory_mib = PlacementUnsigned(r, j, "", "floating_memory_mib", false);
   if (j.contains("floating_cpu_milli"))
-    p.floating_cpu_milli = static_cast<int64_t>(PlacementUnsigned(r, j, "", "floating_cpu_milli", false));
+    p.floating_cpu_milli = r.Integer(*r.Find(j, "floating_cpu_milli"), {"", "floating_cpu_milli"}, 0,
+                                     std::numeric_limits<int64_t>::max());
   const J& notes = PlacementArray(r, j, "notes");
   for (size_t i = 0; i < notes.size(); ++i) p.notes.push_back(r.String(notes[i], JsonReader::Index("notes", i)));
   return p;

@@ -79,9 +79,13 @@ uint64_t SubClamped(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
 
 // The bits of memory slices [start, start + count) of a MIG GPU instance; 0 when out of range.
 uint32_t SliceBits(int start, int count) {
-  if (start < 0 || count <= 0 || start + count > 32) return 0;
+  if (start < 0 || count <= 0 || start > 32 || count > 32 - start) return 0;
   return ((count == 32 ? ~uint32_t{0} : (uint32_t{1} << count) - 1)) << start;
 }
+
+// The memory slices GPU part `g` holds: its MIG GPU instance's bits; 0 for a share or a whole
+// GPU, whatever mig_start/mig_slices say (only a MIG part has a geometry).
+uint32_t SliceBitsOf(const GpuPlacement& g) { return g.is_mig() ? SliceBits(g.mig_start, g.mig_slices) : 0; }
 
 // Why GPU part `g` cannot join `usage` (after the parts before it in the same placement were
 // added to `pending`, address -> what they hold), or "".
@@ -108,6 +112,10 @@ std::string GpuConflict(const GpuPlacement& g, const HostUsage& usage,
     if (bits == 0) return "GPU " + a + ": MIG slices " + std::to_string(g.mig_start) + "+" + std::to_string(g.mig_slices) + " are out of range";
     if (sum.holders > 0 && sum.mig_slices == 0) return "GPU " + a + " holds time-slicing shares, not MIG slices";
     if (sum.mig_slices & bits) return "GPU " + a + ": MIG memory slices " + std::to_string(g.mig_start) + ".." + std::to_string(g.mig_start + g.mig_slices - 1) + " overlap another GPU instance";
+    // Slices that do not overlap hold at most the whole GPU; more thousandths than that are a
+    // malformed placement, refused here as the fleet store's CHECK refuses it.
+    if (sum.milli + g.milli > 1000)
+      return "GPU " + a + ": MIG slices would hold " + std::to_string(sum.milli + g.milli) + "/1000 thousandths";
     return "";
   }
   if (sum.mig_slices != 0) return "GPU " + a + " holds MIG slices, not time-slicing shares";
@@ -137,15 +145,19 @@ std::string HostUsage::Apply(const Placement& p) {
         return "device " + address + " appears twice in the same placement";
   }
   std::map<std::string, SharedGpu> pending;  // GPU parts of `p` checked so far
+  std::set<std::string> whole_here;           // GPUs `p` takes whole
   for (const GpuPlacement& g : p.gpus) {
-    if (std::string why = GpuConflict(g, *this, pending); !why.empty()) return why;
+    const bool whole = !g.is_mig() && !g.is_share();
+    // One GPU whole and again (whole or in part) in the same placement, or passed through too.
+    if (whole_here.count(g.address) || (whole && pending.count(g.address)))
+      return "GPU " + g.address + " appears twice in the same placement";
     for (const DevicePlacement& d : p.devices)
       if (d.address == g.address) return "GPU " + g.address + " appears twice in the same placement";
+    if (std::string why = GpuConflict(g, *this, pending); !why.empty()) return why;
+    if (whole) whole_here.insert(g.address);
     SharedGpu& mine = pending[g.address];
-    if (!g.is_mig() && !g.is_share() && mine.holders > 0)
-      return "GPU " + g.address + " appears twice in the same placement";
     mine.milli += g.milli;
-    mine.mig_slices |= SliceBits(g.mig_start, g.mig_slices);
+    mine.mig_slices |= SliceBitsOf(g);
     ++mine.holders;
   }
   // Every check passed: from here on nothing can fail, so usage changes all or nothing.
@@ -161,7 +173,7 @@ std::string HostUsage::Apply(const Placement& p) {
     if (!g.is_mig() && !g.is_share()) continue;
     SharedGpu& held = shared_gpus[g.address];
     held.milli += g.milli;
-    held.mig_slices |= SliceBits(g.mig_start, g.mig_slices);
+    held.mig_slices |= SliceBitsOf(g);
     ++held.holders;
   }
   floating_vcpus += p.floating_vcpus;
@@ -197,7 +209,7 @@ void HostUsage::Release(const Placement& p) {
       continue;
     }
     held->second.milli = std::max(0, held->second.milli - g.milli);
-    held->second.mig_slices &= ~SliceBits(g.mig_start, g.mig_slices);
+    held->second.mig_slices &= ~SliceBitsOf(g);
     if (--held->second.holders <= 0) {
       shared_gpus.erase(held);
       devices.erase(g.address);

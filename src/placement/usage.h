@@ -56,9 +56,9 @@ struct HostUsage {
   int64_t floating_cpu_milli = 0;      ///< pod-shaped CPU (thousandths) of guests without NUMA topology
 
   /// Adds what `p` holds. Returns "" on success; if any CPU, page or device is already held
-  /// (a double booking) — a whole GPU already held in any way, shares above 1000 thousandths on
-  /// one GPU, shares beside MIG slices, overlapping MIG slices — returns the reason and leaves
-  /// usage unchanged.
+  /// (a double booking) — a whole GPU already held in any way, shares (or MIG slices) above 1000
+  /// thousandths on one GPU, shares beside MIG slices, overlapping MIG slices — returns the
+  /// reason and leaves usage unchanged.
   std::string Apply(const Placement& p);
   /// Removes what `p` holds; the caller guarantees `p` was applied before.
   void Release(const Placement& p);

@@ -143,17 +143,26 @@ std::string CheckFloating(const std::vector<NodeView>& views, const HostUsage& u
   return "";
 }
 
-}  // namespace
-
-// The GPUs of `p` are one of the choices GpuChoices offers for `req` on `host` over `usage`.
+// The GPUs of `p` are one of the choices GpuChoices offers for `req` on `host` over `usage`,
+// none of them also passed through as one of p's PCI devices.
 std::string CheckGpus(const topology::HostTopology& host, const HostUsage& usage, const PlacementRequest& req,
                       const Placement& p) {
   if (!req.gpu) return p.gpus.empty() ? "" : "GPUs placed for a request without a GPU part";
+  if (!req.cells.empty()) return "GPUs by model and size are for guests without NUMA cells";
   const std::vector<const topology::PciDevice*> accelerators = AcceleratorsOf(host);
-  for (const GpuChoice& c : GpuChoices(accelerators, GpuSlotsOf(accelerators, usage), *req.gpu, nullptr))
+  std::vector<GpuSlot> slots = GpuSlotsOf(accelerators, usage);
+  for (const DevicePlacement& d : p.devices)
+    for (size_t i = 0; i < accelerators.size(); ++i)
+      if (accelerators[i]->address == d.address) {
+        slots[i].whole_held = true;
+        slots[i].free_milli = 0;
+      }
+  for (const GpuChoice& c : GpuChoices(accelerators, slots, *req.gpu, nullptr))
     if (GpuPlacementsOf(accelerators, c, *req.gpu) == p.gpus) return "";
   return "the GPUs are not a valid choice for the request on this host";
 }
+
+}  // namespace
 
 std::string Validate(const topology::HostTopology& host, const HostUsage& usage,
                      const HostPolicy& policy, const PlacementRequest& req, const Placement& p) {
@@ -164,6 +173,8 @@ std::string Validate(const topology::HostTopology& host, const HostUsage& usage,
     return e.empty() ? CheckDevices(host, usage, views, req, p) : e;
   }
   if (p.cells.size() != req.cells.size()) return "placement has a different number of cells";
+  if (std::string e = CheckGpus(host, usage, req, p); !e.empty()) return e;
+  if (req.cpu_milli != 0 || p.floating_cpu_milli != 0) return "CPU thousandths are for guests without NUMA cells";
   std::set<int> nodes_used;
   CpuSet taken;
   for (size_t g = 0; g < p.cells.size(); ++g) {

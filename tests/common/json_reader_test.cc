@@ -60,6 +60,8 @@ TEST(JsonReader, MessagesNameTheDocumentAndTheField) {
   EXPECT_EQ(MessageOf([&] { r.Integer(doc["n"], "n", 0, 9); }), "h.json: n: expected an integer, got a fractional number");
   EXPECT_EQ(MessageOf([&] { r.Integer(doc["big"], "big", 0, 9); }), "h.json: big: 99 is out of range (use 0..9)");
   EXPECT_EQ(MessageOf([&] { r.Integer(doc["neg"], "neg", 0, 9); }), "h.json: neg: -1 is out of range (use 0..9)");
+  // A parser reads 99 as unsigned: the minimum holds for it too.
+  EXPECT_EQ(MessageOf([&] { r.Integer(doc["big"], "big", 100, 200); }), "h.json: big: 99 is out of range (use 100..200)");
   EXPECT_THAT(MessageOf([&] { r.Unsigned(doc["neg"], "neg"); }), HasSubstr("neg: -1 is negative"));
   EXPECT_THAT(MessageOf([&] { r.Unsigned(doc["s"], "s"); }), HasSubstr("expected a non-negative integer, got a string"));
   EXPECT_THAT(MessageOf([&] { r.Bool(doc["s"], "s"); }), HasSubstr("s: expected true or false, got a string"));

@@ -23,6 +23,7 @@
 #include "placement/flavor.h"
 #include "placement/pci_alias.h"
 #include "support/claim_units_schema3.h"
+#include "support/claim_units_schema4.h"
 #include "support/postgres_server.h"
 #include "support/shared_fixture.h"
 #include "topology/sources.h"
@@ -308,13 +309,14 @@ TEST_F(FleetStorePostgres, AVersion2StoreIsMigratedToTheChangeFeed) {
   }
   pg_->Query("ALTER TABLE hosts DROP COLUMN change_number", "fleet");
   pg_->Query("DROP TABLE removed_hosts", "fleet");
+  for (const char* sql : test_support::kUndoSchema5Sql) pg_->Query(sql, "fleet");
   for (const char* sql : test_support::kSchema3ClaimUnitsSql) pg_->Query(sql, "fleet");
   pg_->Query("DELETE FROM accel_schema WHERE version IN (3, 4)", "fleet");
   EXPECT_EQ(FleetStore::OpenForMigration(url_)->SchemaVersion(), 2);
   EXPECT_THROW(FleetStore::Open(url_), InputError);  // needs `accel fleet store migrate`
   EXPECT_EQ(FleetStore::OpenForMigration(url_)->Migrate(), 2);
   auto store = FleetStore::Open(url_);
-  EXPECT_EQ(store->SchemaVersion(), 4);
+  EXPECT_EQ(store->SchemaVersion(), FleetStore::kSchemaVersion);
   const FleetSnapshot snap = store->Snapshot();
   ASSERT_EQ(snap.hosts.size(), 2u);
   ASSERT_EQ(snap.claims.size(), 1u);
@@ -335,6 +337,7 @@ TEST_F(FleetStorePostgres, AVersion2StoreIsMigratedToTheChangeFeed) {
 TEST_F(FleetStorePostgres, AVersion3StoreLosesTheUnitForeignKeyAndKeepsItsUnits) {
   FleetStore::OpenForMigration(url_)->Migrate();
   AddH100Hosts(*FleetStore::Open(url_), 2);
+  for (const char* sql : test_support::kUndoSchema5Sql) pg_->Query(sql, "fleet");
   for (const char* sql : test_support::kSchema3ClaimUnitsSql) pg_->Query(sql, "fleet");
   pg_->Query("DELETE FROM accel_schema WHERE version = 4", "fleet");
   EXPECT_EQ(FleetStore::OpenForMigration(url_)->SchemaVersion(), 3);
@@ -348,7 +351,7 @@ TEST_F(FleetStorePostgres, AVersion3StoreLosesTheUnitForeignKeyAndKeepsItsUnits)
   EXPECT_THROW(FleetStore::Open(url_), InputError);  // needs `accel fleet store migrate`
   EXPECT_EQ(FleetStore::OpenForMigration(url_)->Migrate(), 3);
   auto store = FleetStore::Open(url_);
-  EXPECT_EQ(store->SchemaVersion(), 4);
+  EXPECT_EQ(store->SchemaVersion(), FleetStore::kSchemaVersion);
   EXPECT_EQ(pg_->Query("SELECT count(*) FROM pg_constraint WHERE conrelid = 'claim_units'::regclass AND contype = 'f'",
                        "fleet"),
             "0");
@@ -366,7 +369,7 @@ TEST_F(FleetStorePostgres, AVersion3StoreLosesTheUnitForeignKeyAndKeepsItsUnits)
   EXPECT_NE(pg_->Psql(pg_->Url("fleet"), "INSERT INTO claim_units VALUES ('" + claims[1].host + "', '" +
                                              UnitsOf(claims[1].placement)[0] + "', 'c-other')"),
             0);
-  EXPECT_EQ(FleetStore::OpenForMigration(url_)->Migrate(), 4);  // again: nothing to do
+  EXPECT_EQ(FleetStore::OpenForMigration(url_)->Migrate(), FleetStore::kSchemaVersion);  // again: nothing to do
 }
 
 // The case a sequence or "largest number seen" gets wrong under READ COMMITTED: a transaction

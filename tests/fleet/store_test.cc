@@ -813,8 +813,8 @@ TEST_F(FleetStoreTest, Version2StoreGetsTheChangeFeedOnOpen) {
   WriteVersion2Store(path_, topology::ToJson(Anonymized(Fixture("hgx-h100"))), claim);
   EXPECT_EQ(FleetStore::OpenForMigration(url_)->SchemaVersion(), 2);
   auto store = FleetStore::Open(url_);
-  EXPECT_EQ(store->SchemaVersion(), 4);
-  EXPECT_EQ(QueryInt(*store, "PRAGMA user_version"), 4);
+  EXPECT_EQ(store->SchemaVersion(), FleetStore::kSchemaVersion);
+  EXPECT_EQ(QueryInt(*store, "PRAGMA user_version"), FleetStore::kSchemaVersion);
   // Version 4: claim_units rebuilt without the foreign key and the claim_id index, rows kept.
   EXPECT_EQ(QueryInt(*store, "SELECT count(*) FROM pragma_foreign_key_list('claim_units')"), 0);
   EXPECT_EQ(QueryInt(*store, "SELECT count(*) FROM sqlite_master WHERE name = 'claim_units_by_claim'"), 0);
@@ -833,7 +833,7 @@ TEST_F(FleetStoreTest, Version2StoreGetsTheChangeFeedOnOpen) {
   EXPECT_TRUE(changes.claims.at("hgx").empty());
   EXPECT_EQ(store->Audit(), std::vector<std::string>{});
   EXPECT_EQ(QueryInt(*store, "SELECT count(*) FROM claim_units"), 0);  // the release took its units
-  EXPECT_EQ(FleetStore::OpenForMigration(url_)->Migrate(), 4);  // again: nothing to do
+  EXPECT_EQ(FleetStore::OpenForMigration(url_)->Migrate(), FleetStore::kSchemaVersion);  // again: nothing to do
 }
 
 TEST_F(FleetStoreTest, NewerSchemaVersionIsRefused) {
