@@ -65,7 +65,7 @@ TEST(Trace, ReadsNodesAndPodsAndNamesBadCells) {
   EXPECT_NE(nodes_error("sn,cpu_milli,memory_mib,gpu,model\nx,1,1,1,T4\nx,1,1,1,T4\n").find("twice"), std::string::npos);
   EXPECT_NE(nodes_error("sn,cpu_milli,memory_mib,gpu,model\nx,1,1,2,\n").find("model"), std::string::npos);
   EXPECT_NE(nodes_error("sn,cpu_milli,memory_mib,gpu\nx,1,1,2\n").find("model"), std::string::npos);
-  EXPECT_NE(pods_error("name,cpu_milli,memory_mib,num_gpu,gpu_milli\na,1,1,1,1001\n").find("pods.csv:2:11"), std::string::npos);
+  EXPECT_NE(pods_error("name,cpu_milli,memory_mib,num_gpu,gpu_milli\na,1,1,1,1001\n").find("pods.csv:2:9"), std::string::npos);
   EXPECT_NE(pods_error("name,cpu_milli,memory_mib,num_gpu,gpu_milli\na,1,1,1,0\n").find("gpu_milli"), std::string::npos);
   EXPECT_NE(pods_error("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\na,1,1,1,5,T4||G2\n").find("empty model"),
             std::string::npos);
@@ -154,7 +154,10 @@ TEST(Replay, CurvesAreMonotoneBoundedAndIndependentOfThreads) {
         ++placed;
         const TracePod& pod = pods[static_cast<size_t>(a.pod)];
         EXPECT_EQ(static_cast<int>(a.gpus.size()), pod.num_gpu);
-        for (const auto& [index, milli] : a.gpus) EXPECT_LE(gpu[{a.node, index}] += milli, 1000);
+        for (const auto& [index, milli] : a.gpus) {
+          const std::pair<int, int> key(a.node, index);
+          EXPECT_LE(gpu[key] += milli, 1000);
+        }
         EXPECT_LE(cpu[a.node] += pod.cpu_milli, nodes[static_cast<size_t>(a.node)].cpu_milli);
         EXPECT_LE(mem[a.node] += pod.memory_mib, nodes[static_cast<size_t>(a.node)].memory_mib);
         if (!pod.models.empty())

@@ -146,7 +146,7 @@ TEST(GpuSlots, EachGpuIsFreeWholeSharedOrMig) {
   EXPECT_EQ(slots[1].free_milli, 0);
   EXPECT_EQ(slots[2].free_milli, 700);
   EXPECT_EQ(slots[2].mig_slices, 0u);
-  EXPECT_EQ(slots[3].free_milli, 0);
+  EXPECT_EQ(slots[3].free_milli, 750) << "a GPU with MIG slices: 1000 - the slices' thousandths";
   EXPECT_EQ(slots[3].mig_slices, 0b1100u);
   for (int i = 0; i < 4; ++i) EXPECT_EQ(slots[i].index, i);
   EXPECT_EQ(slots[0].node, 0);
