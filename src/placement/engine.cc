@@ -302,6 +302,43 @@ GpuChoice DefaultGpuChoice(const std::vector<GpuSlot>& slots, std::vector<GpuCho
                            [&](const GpuChoice& a, const GpuChoice& b) { return key(a) < key(b); });
 }
 
+// Adds the GPU part of `req` to `p`, a placement of its cells: `gpu_choice` when given (it must
+// be one GpuChoices offers), else the choice whose GPUs are all on the cells' host nodes (then
+// any), by DefaultGpuChoice among equals — GPUs passed through in `p` excluded. Returns "" or
+// why no GPU can be given.
+std::string AddGpusBesideCells(const HostView& host, const PlacementRequest& req, const GpuChoice* gpu_choice,
+                               Placement* p) {
+  const std::vector<const topology::PciDevice*> accelerators = AcceleratorsOf(host.topology);
+  std::vector<GpuSlot> slots = GpuSlotsOf(accelerators, host.usage);
+  for (const DevicePlacement& d : p->devices)
+    for (size_t i = 0; i < accelerators.size(); ++i)
+      if (accelerators[i]->address == d.address) slots[i].whole_held = true, slots[i].free_milli = 0;
+  std::string why;
+  std::vector<GpuChoice> choices = GpuChoices(accelerators, slots, *req.gpu, &why);
+  if (choices.empty()) return why;
+  if (gpu_choice) {
+    for (const GpuChoice& c : choices)
+      if (c.gpus == gpu_choice->gpus && c.mig_start == gpu_choice->mig_start) {
+        p->gpus = GpuPlacementsOf(accelerators, c, *req.gpu);
+        return "";
+      }
+    return "the chosen GPUs cannot take the request";
+  }
+  std::set<int> nodes;
+  for (const CellPlacement& c : p->cells) nodes.insert(c.host_node);
+  std::vector<GpuChoice> local;
+  for (const GpuChoice& c : choices)
+    if (std::all_of(c.gpus.begin(), c.gpus.end(),
+                    [&](int g) { return nodes.count(accelerators[static_cast<size_t>(g)]->numa_node) > 0; }))
+      local.push_back(c);
+  const GpuChoice chosen = DefaultGpuChoice(slots, local.empty() ? std::move(choices) : std::move(local));
+  p->gpus = GpuPlacementsOf(accelerators, chosen, *req.gpu);
+  for (const GpuPlacement& g : p->gpus)
+    if (!nodes.count(g.numa_node))
+      p->notes.push_back("GPU " + g.address + " is not local to any guest cell (no free local GPU could take it)");
+  return "";
+}
+
 // A guest without NUMA cells: shared vCPUs and pod CPU (thousandths) against the shared
 // capacity, memory against base pages, PCI devices anywhere, GPUs by model and size — with
 // `gpu_choice` when the caller chose them (it must be one GpuChoices gives), else by
@@ -430,11 +467,22 @@ PlaceResult PlaceOn(const HostView& host, const PlacementRequest& req, const Gpu
   const std::vector<NodeView>& nodes = host.nodes;
   const DevicePool pool(host.topology, host.usage, nodes, req.pci);
   if (req.cells.empty()) return PlaceFloating(host, req, pool, gpu_choice);
-  if (req.gpu || req.cpu_milli > 0) {
+  if (req.cpu_milli > 0) {
     PlaceResult result;
-    result.no_fit.reasons.push_back(
-        "GPUs by model and size and CPU thousandths are for guests without NUMA cells; this request has " +
-        std::to_string(req.cells.size()));
+    result.no_fit.reasons.push_back("CPU thousandths are for guests without NUMA cells; this request has " +
+                                    std::to_string(req.cells.size()));
+    return result;
+  }
+  if (req.gpu) {
+    // A vGPU flavor with a NUMA topology: the cells first, then the GPU part beside them.
+    PlacementRequest cells_only = req;
+    cells_only.gpu.reset();
+    PlaceResult result = PlaceOn(host, cells_only);
+    if (!result.fits()) return result;
+    if (std::string why = AddGpusBesideCells(host, req, gpu_choice, &*result.placement); !why.empty()) {
+      result.placement.reset();
+      result.no_fit.reasons.push_back("GPUs: " + why);
+    }
     return result;
   }
 

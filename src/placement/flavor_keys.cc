@@ -156,9 +156,13 @@ SpecKeyKind ClassifySpecKey(std::string_view key, std::string* problem, std::str
                   problem, hint, "write pci_passthrough:alias: name:count[,name:count]");
   }
   if (IsGroupedKey(key, "resources", "PCPU") || IsGroupedKey(key, "resources", "VCPU") ||
-      IsGroupedKey(key, "trait", "HW_CPU_HYPERTHREADING")) {
+      IsGroupedKey(key, "trait", "HW_CPU_HYPERTHREADING") || IsGroupedKey(key, "resources", "VGPU") ||
+      key == "accel:vgpu_type") {
     return SpecKeyKind::kInterpreted;
   }
+  if (StartsWith(key, "accel:"))
+    return Refuse(key, "is not an accel: extra spec", problem, hint,
+                  "accel reads accel:vgpu_type (the NVIDIA vGPU type of resources:VGPU, e.g. A100-10C)", false);
   return SpecKeyKind::kIgnored;
 }
 

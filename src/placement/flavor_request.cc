@@ -228,6 +228,76 @@ std::optional<CpuSet> ReadDedicatedMask(const Specs& specs, int vcpus) {
   return pcpus;
 }
 
+// The framebuffer (GB) of the GPU each NVIDIA vGPU type family runs on, by the model part of
+// the type's name ("A100-10C" -> A100, 40 GB; "A100D-20C" -> the 80 GB A100): a type's share of
+// its GPU is its framebuffer over this.
+struct VgpuFamily {
+  const char* prefix;  ///< the model part of the type name
+  const char* model;   ///< the GPU model the request allows (a word of the GPU's PCI name)
+  int framebuffer_gb;
+};
+constexpr VgpuFamily kVgpuFamilies[] = {
+    {"A100", "A100", 40},  {"A100D", "A100", 80}, {"A100X", "A100", 80}, {"H100", "H100", 80},
+    {"H100L", "H100", 94}, {"H100XM", "H100", 80}, {"H200", "H200", 141}, {"H200X", "H200", 141},
+    {"B200", "B200", 180}, {"L40S", "L40S", 48},  {"L40", "L40", 48},    {"L4", "L4", 24},
+    {"A40", "A40", 48},    {"A30", "A30", 24},    {"A10", "A10", 24},    {"A16", "A16", 16},
+    {"A2", "A2", 16},      {"T4", "T4", 16},      {"V100", "V100", 16},  {"V100D", "V100", 32},
+    {"V100X", "V100", 16}, {"V100L", "V100", 16}, {"V100S", "V100S", 32}, {"RTX6000", "RTX6000", 24},
+    {"RTX8000", "RTX8000", 48}};
+
+// resources[N]:VGPU with accel:vgpu_type (an NVIDIA vGPU type such as "A100-10C", optionally
+// prefixed "GRID " or "NVIDIA "): one share of a GPU of the type's model, its framebuffer's
+// fraction of the GPU's. Nova gives an instance one vGPU.
+std::optional<GpuRequest> ReadVgpu(const Specs& specs) {
+  std::string key;
+  long long count = 0;
+  std::string problem, hint;
+  for (const auto& [k, value] : specs.all()) {
+    if (k.size() <= 5 || k.compare(k.size() - 5, 5, ":VGPU") != 0 || k.rfind("resources", 0) != 0) continue;
+    long long n = 0;
+    if (!ParseInt(value, 0, 64, &n)) specs.Fail(k, Quote(value) + " is not a number of vGPUs", "", "write resources:VGPU: \"1\"");
+    count += n;
+    if (n > 0) key = k;
+  }
+  const std::string* type = specs.Get("accel:vgpu_type");
+  if (count == 0) {
+    if (type) specs.Fail("accel:vgpu_type", "names a vGPU type but the flavor asks for no vGPU", "",
+                         "add resources:VGPU: \"1\", or remove accel:vgpu_type");
+    return std::nullopt;
+  }
+  if (count > 1) specs.Fail(key, "asks for " + std::to_string(count) + " vGPUs", "", "Nova gives an instance one vGPU: write 1");
+  const std::string hint_type = "name the NVIDIA vGPU type with accel:vgpu_type, e.g. A100-10C or H100-20C (MODEL-<framebuffer GB><series>)";
+  if (!type) specs.Fail(key, "asks for a vGPU without its type, so its size is unknown", "", hint_type);
+  std::string t = TrimSpec(*type);
+  for (const char* prefix : {"GRID ", "NVIDIA "})
+    if (t.rfind(prefix, 0) == 0) t = t.substr(std::string(prefix).size());
+  const size_t dash = t.rfind('-');
+  if (dash == std::string::npos || dash == 0 || dash + 2 > t.size())
+    specs.Fail("accel:vgpu_type", Quote(*type) + " is not a vGPU type name", "", hint_type);
+  const std::string family = t.substr(0, dash);
+  size_t digits = dash + 1;
+  while (digits < t.size() && std::isdigit(static_cast<unsigned char>(t[digits]))) ++digits;
+  if (digits == dash + 1 || digits + 1 != t.size() || std::string("CQBA").find(t[digits]) == std::string::npos)
+    specs.Fail("accel:vgpu_type", Quote(*type) + " is not MODEL-<framebuffer GB><C|Q|B|A>", "", hint_type);
+  const int gb = std::stoi(t.substr(dash + 1, digits - dash - 1));
+  for (const VgpuFamily& f : kVgpuFamilies) {
+    if (family != f.prefix) continue;
+    if (gb < 1 || gb > f.framebuffer_gb)
+      specs.Fail("accel:vgpu_type", Quote(*type) + ": " + std::to_string(gb) + " GB is more than the " + f.prefix +
+                                        "'s " + std::to_string(f.framebuffer_gb) + " GB", "", hint_type);
+    GpuRequest g;
+    g.count = 1;
+    g.milli = static_cast<int>(static_cast<long long>(gb) * 1000 / f.framebuffer_gb);
+    if (g.milli < 1) g.milli = 1;
+    g.models = {f.model};
+    return g;
+  }
+  std::string known;
+  for (const VgpuFamily& f : kVgpuFamilies) known += (known.empty() ? "" : ", ") + std::string(f.prefix);
+  specs.Fail("accel:vgpu_type", Quote(*type) + ": accel does not know the framebuffer of " + family, "",
+             "known families: " + known);
+}
+
 // resources[N]:PCPU / resources[N]:VCPU (Nova's explicit Placement resource requests).
 void ApplyCpuResources(const Specs& specs, int vcpus, Constraints* c) {
   long long requested_vcpu = 0, requested_pcpu = 0;
@@ -645,6 +715,7 @@ PlacementRequest BuildRequest(const Flavor& flavor, const PciAliasTable& aliases
     }
   }
   req.pci = ReadPciRequests(specs, aliases);
+  req.gpu = ReadVgpu(specs);
   req.guest_topology = ReadGuestTopology(specs, vcpus);
   req.extra_specs = flavor.extra_specs;
   return req;

@@ -148,7 +148,6 @@ std::string CheckFloating(const std::vector<NodeView>& views, const HostUsage& u
 std::string CheckGpus(const topology::HostTopology& host, const HostUsage& usage, const PlacementRequest& req,
                       const Placement& p) {
   if (!req.gpu) return p.gpus.empty() ? "" : "GPUs placed for a request without a GPU part";
-  if (!req.cells.empty()) return "GPUs by model and size are for guests without NUMA cells";
   const std::vector<const topology::PciDevice*> accelerators = AcceleratorsOf(host);
   std::vector<GpuSlot> slots = GpuSlotsOf(accelerators, usage);
   for (const DevicePlacement& d : p.devices)

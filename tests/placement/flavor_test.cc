@@ -303,7 +303,6 @@ INSTANTIATE_TEST_SUITE_P(
                   {"hw_rng:allowed", "true"},
                   {"os:secure_boot", "required"},
                   {"quota:cpu_shares", "1024"},
-                  {"resources:VGPU", "1"},
                   {"trait:CUSTOM_GPU", "required"}},
                  {}}),
     RowName);

@@ -360,11 +360,18 @@ TEST(GpuEngine, MemoryAndGpusAreCheckedTogetherWithCpu) {
   EXPECT_EQ(r.no_fit.reasons[2], "GPUs: 1 GPUs of an allowed model, the most free 100/1000, needs 200");
 }
 
-TEST(GpuEngine, GpusByModelAreForGuestsWithoutNumaCells) {
+TEST(GpuEngine, GpusByModelSitBesideTheGuestsCellsAndCpuThousandthsNeedNoCells) {
+  // A vGPU flavor with a NUMA topology: the cells first, the share on a GPU of their node.
   const topology::HostTopology h = GpuHost({1});
   PlacementRequest r = testing::Dedicated(2, 1024);
   r.gpu = ShareAsk(100);
   PlaceResult result = Place(h, HostUsage{}, HostPolicy{}, r);
+  ASSERT_TRUE(result.fits()) << ::testing::PrintToString(result.no_fit.reasons);
+  ASSERT_EQ(result.placement->gpus.size(), 1u);
+  EXPECT_EQ(result.placement->gpus[0].milli, 100);
+  EXPECT_EQ(Validate(h, HostUsage{}, HostPolicy{}, r, *result.placement), "");
+  r.cpu_milli = 500;
+  result = Place(h, HostUsage{}, HostPolicy{}, r);
   ASSERT_FALSE(result.fits());
   EXPECT_NE(result.no_fit.reasons.at(0).find("for guests without NUMA cells"), std::string::npos);
 }
