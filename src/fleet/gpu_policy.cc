@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "common/error.h"
+#include "common/hash.h"
 
 namespace accel::fleet {
 
@@ -14,18 +15,28 @@ namespace {
 constexpr double kMaxSpecCpu = 128000;
 constexpr double kMaxSpecGpu = 8000;
 
-uint64_t Mix64(uint64_t h) {
-  h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
-  return h ^ (h >> 31);
-}
-
 uint64_t AllowedMask(const ShareHostState& h, size_t entry) {
   if (!h.allowed || entry >= h.allowed->size()) return ~uint64_t{0};
   return (*h.allowed)[entry];
 }
 
 bool Usable(const placement::GpuSlot& g) { return !g.whole_held; }
+
+// Whether GPU `gpu` of `h` has room for mix entry `entry`'s MIG profile: a start of the
+// profile's shape on that GPU's model whose slices are free, and no time-slicing share there.
+bool MigRoom(const ShareHostState& h, size_t entry, size_t gpu) {
+  if (!h.mig_shapes || entry >= h.mig_shapes->size() || gpu >= (*h.mig_shapes)[entry].size()) return false;
+  const placement::MigShape* shape = (*h.mig_shapes)[entry][gpu];
+  const placement::GpuSlot& g = h.gpus[gpu];
+  if (!shape || g.whole_held || (g.mig_slices == 0 && g.free_milli < 1000)) return false;
+  for (int start : shape->starts) {
+    if (start < 0 || shape->memory_slices <= 0 || start + shape->memory_slices > shape->gpu_slices || start + shape->memory_slices > 32)
+      continue;
+    const uint32_t bits = ((shape->memory_slices == 32 ? ~uint32_t{0} : (uint32_t{1} << shape->memory_slices) - 1)) << start;
+    if (!(g.mig_slices & bits)) return true;
+  }
+  return false;
+}
 
 // Whether mix entry `m` fits `h` by CPU and GPUs (FGD's Q3: memory is not part of the measure),
 // and the free thousandths of the GPUs it cannot use when it fits.
@@ -45,7 +56,7 @@ EntryFit FitEntry(const MixEntry& m, size_t index, const ShareHostState& h) {
     const bool model = i >= 64 || (allowed >> i) & 1;
     bool can = false;
     if (model && Usable(g)) {
-      if (!m.mig_profile.empty()) can = g.free_milli >= m.gpu_milli && (g.mig_slices != 0 || g.free_milli == 1000);
+      if (!m.mig_profile.empty()) can = MigRoom(h, index, i);
       else if (m.gpu_count == 1 && m.gpu_milli < 1000) can = g.mig_slices == 0 && g.free_milli >= m.gpu_milli;
       else can = g.mig_slices == 0 && g.free_milli == 1000;
     }
@@ -182,6 +193,7 @@ void GpuScorer::UseAskAsMix(const MixEntry& ask) {
   cpu_per_gpu_milli_ = -1;
   memo_.clear();
   allowed_.clear();
+  mig_.clear();
   best_cache_.clear();
 }
 
@@ -222,6 +234,24 @@ double GpuScorer::CpuStranded(const ShareHostState& host) {
   const double r = CpuPerGpuMilli();
   if (r <= 0) return 0;
   return std::max(0.0, static_cast<double>(FreeMilliOf(host)) - static_cast<double>(host.free_cpu_milli) / r);
+}
+
+const std::vector<std::vector<const placement::MigShape*>>& GpuScorer::MigShapes(
+    const void* hardware, const std::vector<const topology::PciDevice*>& accelerators) {
+  auto it = mig_.find(hardware);
+  if (it != mig_.end()) return it->second;
+  std::vector<std::vector<const placement::MigShape*>> shapes(mix_->entries.size());
+  for (size_t k = 0; k < mix_->entries.size(); ++k) {
+    const MixEntry& m = mix_->entries[k];
+    if (m.mig_profile.empty() || !m.request.gpu) continue;
+    for (const topology::PciDevice* d : accelerators) {
+      const placement::MigShape* found = nullptr;
+      for (const placement::MigShape& s : m.request.gpu->mig_shapes)
+        if (s.vendor_id == d->vendor_id && s.device_id == d->device_id) found = &s;
+      shapes[k].push_back(found);
+    }
+  }
+  return mig_.emplace(hardware, std::move(shapes)).first->second;
 }
 
 double GpuScorer::Fragmentation(const ShareHostState& host) {

@@ -66,6 +66,9 @@ struct ShareHostState {
   std::vector<placement::GpuSlot> gpus;  ///< the host's accelerators, PCI order
   /// Per mix entry, the GPUs of a model it allows (bit i = gpus[i]); all ones without models.
   const std::vector<uint64_t>* allowed = nullptr;
+  /// Per mix entry asking for a MIG profile, per GPU: the profile's shape on that GPU's model
+  /// (null: the model has no such profile); empty for other entries. Null = no MIG entries.
+  const std::vector<std::vector<const placement::MigShape*>>* mig_shapes = nullptr;
   /// Placements on the host by their GPU shape: whole GPUs by count (1, 2, 8, ...), 0 for a
   /// share or MIG slice (what GpuClustering groups by); null = unknown.
   const std::map<int, int>* gpu_shapes = nullptr;
@@ -143,6 +146,10 @@ class GpuScorer {
   /// ShareHostState::allowed wants it; memoized per hardware (`hardware` identifies it).
   const std::vector<uint64_t>& AllowedMasks(const void* hardware,
                                             const std::vector<const topology::PciDevice*>& accelerators);
+  /// Per mix entry with a MIG profile, per GPU of `accelerators`, its MIG shape (see
+  /// ShareHostState::mig_shapes); memoized per hardware like AllowedMasks.
+  const std::vector<std::vector<const placement::MigShape*>>& MigShapes(
+      const void* hardware, const std::vector<const topology::PciDevice*>& accelerators);
 
  private:
   GpuPolicy policy_;
@@ -153,6 +160,7 @@ class GpuScorer {
   double cpu_per_gpu_milli_ = -1;  ///< computed on first use
   std::unordered_map<uint64_t, double> memo_;
   std::unordered_map<const void*, std::vector<uint64_t>> allowed_;
+  std::unordered_map<const void*, std::vector<std::vector<const placement::MigShape*>>> mig_;
   std::unordered_map<uint64_t, CachedBest> best_cache_;
 };
 

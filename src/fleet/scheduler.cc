@@ -17,13 +17,6 @@ namespace accel::fleet {
 
 namespace {
 
-// splitmix64's finalizer: every input bit moves every output bit.
-uint64_t Mix64(uint64_t h) {
-  h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
-  return h ^ (h >> 31);
-}
-
 // A fixed, seeded order over hosts: the host name's FNV-1a (RankRow::name_hash) mixed with the
 // seed's. The finalizer matters: without it names that differ in their last digits
 // (gpu-0480 ... gpu-0489) stay next to each other under every seed, and replicas that meet there

@@ -16,12 +16,6 @@ namespace accel::fleet {
 
 namespace {
 
-uint64_t Mix64(uint64_t h) {
-  h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
-  return h ^ (h >> 31);
-}
-
 // `before` with `choice` of `ask` given.
 void ApplyChoice(const placement::GpuRequest* gpu, const MixEntry& ask, const placement::GpuChoice& choice,
                  ShareHostState* after) {
@@ -102,6 +96,7 @@ class ShareRanker {
     }
     Hardware& hw = HardwareOf(row.hardware);
     before.allowed = &scorer_->AllowedMasks(view_.hardware()[row.hardware].topology.get(), hw.accelerators);
+    before.mig_shapes = &scorer_->MigShapes(view_.hardware()[row.hardware].topology.get(), hw.accelerators);
     before.gpu_shapes = &e.gpu_shapes;
     before.hardware = row.hardware;
     std::vector<placement::GpuChoice> choices;

@@ -1,0 +1,19 @@
+// MIG-profile requests in the fleet: a GpuRequest naming a MIG profile gets, for every GPU model
+// of the MIG catalog (sharing/mig_geometry.h) that has a profile of that name, the profile's
+// geometry (MigShape: the model's PCI ids, its memory slices, the profile's size and allowed
+// starts), so placement can fit the slice exactly beside the slices already on a GPU without
+// knowing the catalog itself. Pure functions of static data: thread-safe.
+#pragma once
+
+#include <string>
+
+#include "placement/request.h"
+
+namespace accel::fleet {
+
+/// Fills gpu->mig_shapes from the MIG catalog for gpu->mig_profile (nothing when it is empty).
+/// A GPU of a model without the profile cannot take the request. Throws InputError naming
+/// `where` when no model of the catalog has the profile, or when count is not 1.
+void ResolveMigShapes(placement::GpuRequest* gpu, const std::string& where);
+
+}  // namespace accel::fleet
