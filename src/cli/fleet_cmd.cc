@@ -23,6 +23,8 @@
 #include "common/structured_file.h"
 #include "common/yaml_out.h"
 #include "fleet/capacity.h"
+#include "fleet/gpu_policy.h"
+#include "fleet/pod_request.h"
 #include "fleet/claimer.h"
 #include "fleet/fleet_json.h"
 #include "fleet/fleet_store.h"
@@ -368,6 +370,8 @@ struct FleetPlaceOptions {
   std::string store;
   ServerFlags server;
   std::string flavor;
+  std::string pod;      ///< a pod-shaped request file (fleet/pod_request.h) instead of a flavor
+  std::string policy;   ///< GPU policy for GPUs by model and size; "" = the default (accel)
   std::string aliases;
   int count = 1;
   bool different_hosts = false;
@@ -387,7 +391,9 @@ int PlaceThroughServer(const FleetPlaceOptions& o) {
   if (o.output == "libvirt")
     throw InputError("-o libvirt", "", "needs the host's hardware, which stays with the service", "use -o json, or --store");
   nlohmann::json body;
-  body["flavor"] = ReadStructuredFile(o.flavor);
+  if (!o.pod.empty()) body["pod"] = ReadStructuredFile(o.pod);
+  else body["flavor"] = ReadStructuredFile(o.flavor);
+  if (!o.policy.empty()) body["policy"] = o.policy;
   if (!o.aliases.empty()) body["aliases"] = ReadStructuredFile(o.aliases);
   body["count"] = o.count;
   body["different_hosts"] = o.different_hosts;
@@ -427,8 +433,17 @@ int PlaceThroughServer(const FleetPlaceOptions& o) {
 }
 
 int Place(const FleetPlaceOptions& o) {
+  if (o.flavor.empty() == o.pod.empty())
+    throw InputError(o.flavor.empty() ? "--pod" : "--flavor", "", o.flavor.empty() ? "is missing" : "is given with --pod",
+                     "give a flavor (--flavor FILE) or a pod-shaped request (--pod FILE), one of them");
+  if (!o.policy.empty()) fleet::ParseGpuPolicy(o.policy, "--policy");
   if (!o.server.url.empty()) return PlaceThroughServer(o);
-  std::vector<placement::PlacementRequest> requests = LoadRequests({o.flavor}, o.aliases);
+  std::vector<placement::PlacementRequest> requests;
+  if (!o.pod.empty()) {
+    requests.push_back(fleet::PodRequestFromJson(ReadStructuredFile(o.pod), o.pod));
+  } else {
+    requests = LoadRequests({o.flavor}, o.aliases);
+  }
   if (requests.size() != 1)
     throw InputError(o.flavor, "", "holds " + std::to_string(requests.size()) + " flavors; fleet place places one",
                      "put the flavor in its own file (capacity takes several)");
@@ -438,6 +453,7 @@ int Place(const FleetPlaceOptions& o) {
   fleet::ScheduleOptions so;
   so.where = ParseWhere(o.where);
   so.strategy = o.strategy == "spread" ? fleet::FleetStrategy::kSpread : fleet::FleetStrategy::kPack;
+  if (!o.policy.empty()) so.gpu_policy = fleet::ParseGpuPolicy(o.policy, "--policy");
   so.count = o.count;
   so.different_hosts = o.different_hosts;
   so.alternates = o.alternates;
@@ -611,12 +627,21 @@ void RegisterPlaceAndClaims(CLI::App* fleet_cmd, int* exit_code) {
       "  accel fleet place --flavor examples/flavors/gpu-4-2cell.yaml --aliases examples/flavors/aliases.json\n"
       "  accel fleet place --flavor f.yaml --count 4 --different-hosts --where az=rack-3 --claim -o json\n"
       "  accel fleet place --flavor f.yaml --claim -o libvirt > guest.xml\n"
-      "  accel fleet place --flavor f.yaml --claim --replica 1/2   # the second of two schedulers\n\n"
+      "  accel fleet place --flavor f.yaml --claim --replica 1/2   # the second of two schedulers\n"
+      "  accel fleet place --pod share.yaml --claim                 # 470/1000 of a T4, 4 CPUs\n\n"
+      "Pod-shaped requests (--pod) and vGPU flavors ask for GPUs by model and size — a share of\n"
+      "one GPU in thousandths, a MIG slice, whole GPUs of a model list — ranked by --policy (default\n"
+      "accel: keeps the fleet usable for more of the same; docs/fleet-efficiency.md). A pod file:\n"
+      "  name: train-7\n  cpu_milli: 4000\n  memory_mib: 16384\n  gpu: {count: 1, milli: 470, models: [T4]}\n\n"
       "Exit status: 0 all placed (and claimed); 1 not all placed (nothing claimed); 2 bad input;\n"
       "5 the store refused or cannot be reached.");
   p->add_option("--store", po->store, kStoreHelp);
   AddServerFlags(p, &po->server);
-  p->add_option("--flavor", po->flavor, "flavor file (one flavor; YAML/JSON or `openstack flavor show -f json`)")->required();
+  p->add_option("--flavor", po->flavor, "flavor file (one flavor; YAML/JSON or `openstack flavor show -f json`)");
+  p->add_option("--pod", po->pod, "a pod-shaped request file instead of a flavor (name, cpu_milli, memory_mib, gpu)");
+  p->add_option("--policy", po->policy,
+                "GPU policy for GPUs by model and size: accel (default), fgd, best-fit, packing,\n"
+                "clustering, dot-product, random");
   p->add_option("--aliases", po->aliases, "Nova [pci]alias definitions (JSON/YAML)");
   p->add_option("--count", po->count, "instances to place (all or nothing)")->check(CLI::Range(1, 100000))->capture_default_str();
   p->add_flag("--different-hosts", po->different_hosts, "no two instances on one host");

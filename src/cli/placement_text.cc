@@ -42,7 +42,10 @@ std::string RenderPlacementText(const topology::HostTopology& host,
     return o.str();
   }
   const placement::Placement& p = *result.placement;
-  if (p.cells.empty())
+  if (p.cells.empty() && p.floating_cpu_milli > 0)
+    o << "  floating over the host's shared CPUs (no NUMA topology): " << p.floating_cpu_milli << " CPU thousandths, "
+      << Memory(p.floating_memory_mib) << "\n";
+  else if (p.cells.empty())
     o << "  floating over the host's shared CPUs (no NUMA topology): " << p.floating_vcpus << " vCPUs, "
       << Memory(p.floating_memory_mib) << "\n";
   for (const placement::CellPlacement& c : p.cells) {
@@ -63,6 +66,16 @@ std::string RenderPlacementText(const topology::HostTopology& host,
     o << ") node " << d.numa_node;
     o << (d.guest_cell >= 0 ? ", local to cell " + std::to_string(d.guest_cell) : std::string(p.cells.empty() ? "" : ", REMOTE"))
       << "\n";
+  }
+  for (const placement::GpuPlacement& g : p.gpus) {
+    o << "  GPU " << g.address << " (" << g.model << ") node " << g.numa_node << ": ";
+    if (g.is_mig())
+      o << "MIG " << g.mig_profile << " at memory slices " << g.mig_start << "-" << g.mig_start + g.mig_slices - 1;
+    else if (g.is_share())
+      o << g.milli << "/1000 shared (time-slicing/MPS)";
+    else
+      o << "whole";
+    o << "\n";
   }
   for (const std::string& n : p.notes) o << "  note: " << n << "\n";
   if (!claim_id.empty()) o << "  claimed as " << claim_id << " in " << state_path << "\n";

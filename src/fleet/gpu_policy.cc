@@ -189,6 +189,19 @@ void GpuScorer::UseAskAsMix(const MixEntry& ask) {
   auto mix = std::make_shared<WorkloadMix>();
   mix->entries.push_back(ask);
   mix->entries.back().weight = 1;
+  // A share or a MIG slice alone as the mix would spread over whole GPUs (each stays usable for
+  // more of the same); with no mix given the fleet also keeps whole GPUs of the models asked for.
+  if (ask.gpu_count == 1 && (ask.gpu_milli < 1000 || !ask.mig_profile.empty())) {
+    MixEntry whole;
+    whole.name = "whole GPU";
+    whole.gpu_count = 1;
+    whole.gpu_milli = 1000;
+    whole.models = ask.models;
+    whole.request = PodRequest("whole GPU", 0, 0, 1, 1000, ask.models);
+    whole.weight = 1;
+    mix->entries.push_back(std::move(whole));
+  }
+  mix->Normalize();
   mix_ = std::move(mix);
   cpu_per_gpu_milli_ = -1;
   memo_.clear();

@@ -105,7 +105,7 @@ struct ChoiceCost {
 /// Scores GPU choices for one request under one policy.
 class GpuScorer {
  public:
-  /// `mix` may be null (the request alone is the mix). `seed` drives kRandom.
+  /// `mix` may be null (UseAskAsMix then makes one from the first request). `seed` drives kRandom.
   GpuScorer(GpuPolicy policy, std::shared_ptr<const WorkloadMix> mix, uint64_t seed);
 
   /// The cost of giving `ask` to a host with `choice`: `before` is the host now, `after` the
@@ -125,7 +125,8 @@ class GpuScorer {
 
   GpuPolicy policy() const { return policy_; }
   const WorkloadMix& mix() const { return *mix_; }
-  /// Sets the mix to `ask` alone when the scorer has none (first call of a decision).
+  /// When the scorer has no mix: the mix becomes `ask`, and for a share or MIG slice also a whole
+  /// GPU of the models it allows, equally weighted (more of the same, and whole GPUs kept whole).
   void UseAskAsMix(const MixEntry& ask);
   /// Starts a decision (kRandom draws anew) and, per host, a host's choices (kRandom gives all
   /// of one host's choices the same host rank).

@@ -104,7 +104,7 @@ struct ScheduleOptions {
   /// to them.
   GpuPolicy gpu_policy = GpuPolicy::kAccel;
   /// The expected request mix the fragmentation-aware policies keep usable; null = the request
-  /// alone (each decision then keeps the fleet usable for more of the same).
+  /// itself, and for a share or MIG slice also a whole GPU of its models (GpuScorer::UseAskAsMix).
   std::shared_ptr<const WorkloadMix> mix;
   /// Seed of GpuPolicy::kRandom's draws (with the decision's count of earlier draws).
   uint64_t random_seed = 0;

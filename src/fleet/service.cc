@@ -16,6 +16,7 @@
 #include "common/structured_file.h"
 #include "fleet/change_feed.h"
 #include "fleet/fleet_json.h"
+#include "fleet/pod_request.h"
 #include "fleet/fleet_page.h"
 #include "fleet/host_policy_file.h"
 #include "fleet/labels.h"
@@ -353,12 +354,18 @@ ServiceReply FleetService::Hosts(const ServiceRequest& r) {
 ServiceReply FleetService::Place(const ServiceRequest& r) {
   const auto started = std::chrono::steady_clock::now();
   nlohmann::json doc = ParseBody(r.body);
-  OnlyKeys(doc, {"flavor", "aliases", "count", "different_hosts", "where", "strategy", "alternates", "seed", "subset_size",
-                 "partition", "claim"});
-  if (!doc.contains("flavor")) throw InputError("request body", "flavor", "is missing", "the flavor as an object: name, vcpus, ram, extra_specs");
-  std::vector<placement::PlacementRequest> reqs = RequestsOf(doc["flavor"], AliasesOf(doc), "flavor");
+  OnlyKeys(doc, {"flavor", "pod", "aliases", "count", "different_hosts", "where", "strategy", "policy", "alternates", "seed",
+                 "subset_size", "partition", "claim"});
+  if (doc.contains("flavor") == doc.contains("pod"))
+    throw InputError("request body", doc.contains("pod") ? "pod" : "flavor", doc.contains("pod") ? "is given with a flavor" : "is missing",
+                     "the flavor as an object (name, vcpus, ram, extra_specs), or a pod-shaped request as \"pod\" "
+                     "(name, cpu_milli, memory_mib, gpu): one of them");
+  std::vector<placement::PlacementRequest> reqs;
+  if (doc.contains("pod")) reqs.push_back(PodRequestFromJson(doc["pod"], "request body: pod"));
+  else reqs = RequestsOf(doc["flavor"], AliasesOf(doc), "flavor");
   if (reqs.size() != 1) throw InputError("request body", "flavor", "must be one flavor");
   ScheduleOptions so;
+  if (doc.contains("policy")) so.gpu_policy = ParseGpuPolicy(Field<std::string>(doc, "policy", "accel"), "request body: policy");
   so.where = WhereOf(doc);
   const std::string strategy = Field<std::string>(doc, "strategy", "pack");
   if (strategy != "pack" && strategy != "spread") throw InputError("request body", "strategy", "must be pack or spread");

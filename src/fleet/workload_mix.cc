@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include "placement/gpu_fit.h"
+
 namespace accel::fleet {
 
 void WorkloadMix::Normalize() {
