@@ -12,6 +12,8 @@ namespace accel::fleet {
 namespace {
 
 constexpr const char* kReasonPrefix = "accel: ";
+constexpr const char* kVerbNames[] = {"filter", "prioritize", "bind"};
+constexpr const char* kResultNames[] = {"ok", "error", "bad_request", "store_unavailable"};
 
 ExtenderReply Reply(int status, const nlohmann::ordered_json& doc) {
   // Reasons quote pod and node names: replace bytes that are not UTF-8, never throw.
@@ -85,14 +87,36 @@ bool SchedulerExtender::IsVerb(const std::string& verb) {
 }
 
 ExtenderReply SchedulerExtender::Handle(const std::string& verb, const std::string& body) {
+  int v = 0;
+  while (v < kVerbs && verb != kVerbNames[v]) ++v;
+  if (v == kVerbs) return Reply(404, ErrorResultJson("no extender verb '" + verb + "' (filter, prioritize, bind)"));
   try {
-    if (verb == "filter") return Reply(200, FilterResultJson(Filter(ReadExtenderArgs(body))));
-    if (verb == "prioritize") return Reply(200, PriorityListJson(Prioritize(ReadExtenderArgs(body))));
-    if (verb == "bind") return Reply(200, ErrorResultJson(Bind(ReadExtenderBindingArgs(body))));
-    return Reply(404, ErrorResultJson("no extender verb '" + verb + "' (filter, prioritize, bind)"));
+    ExtenderReply reply;
+    std::string error;
+    if (v == 0) {
+      reply = Reply(200, FilterResultJson(Filter(ReadExtenderArgs(body))));
+    } else if (v == 1) {
+      reply = Reply(200, PriorityListJson(Prioritize(ReadExtenderArgs(body))));
+    } else {
+      error = Bind(ReadExtenderBindingArgs(body));
+      reply = Reply(200, ErrorResultJson(error));
+    }
+    ++counts_[v][error.empty() ? 0 : 1];
+    return reply;
   } catch (const InputError& e) {
+    ++counts_[v][2];
     return Reply(400, ErrorResultJson(e.what()));
+  } catch (const SystemError&) {
+    ++counts_[v][3];
+    throw;  // the service answers 503
   }
+}
+
+std::vector<ExtenderCount> SchedulerExtender::Counts() const {
+  std::vector<ExtenderCount> out;
+  for (int v = 0; v < kVerbs; ++v)
+    for (int r = 0; r < kResults; ++r) out.push_back({kVerbNames[v], kResultNames[r], counts_[v][r].load()});
+  return out;
 }
 
 ScheduleOptions SchedulerExtender::Options() const {

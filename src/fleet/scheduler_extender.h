@@ -45,6 +45,7 @@
 // are reached only through the ExtenderHost.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -119,6 +120,15 @@ struct ExtenderReply {
   std::string body;
 };
 
+/// How many calls of one verb ended one way (for /metrics).
+struct ExtenderCount {
+  const char* verb = "";    ///< "filter", "prioritize", "bind"
+  /// "ok"; "error" (200 with Error set: a bind that could not be done); "bad_request" (400);
+  /// "store_unavailable" (the store failed: 503).
+  const char* result = "";
+  uint64_t count = 0;
+};
+
 class SchedulerExtender {
  public:
   /// The routes' prefix.
@@ -144,6 +154,9 @@ class SchedulerExtender {
   /// Releases the claims of pods that are gone (see the header comment). Returns how many. A pod
   /// the API server cannot be asked about now keeps its claim until the next time.
   int ReleaseGonePods();
+
+  /// Every (verb, result) pair with its count so far, zeros included, in a fixed order.
+  std::vector<ExtenderCount> Counts() const;
 
   /// Starts ReleaseGonePods every options.release_gone_every (when read_pod is set and the
   /// interval is not 0); Stop stops it (idempotent).
@@ -174,6 +187,9 @@ class SchedulerExtender {
   std::set<std::string> binding_;  ///< pod UIDs being bound now; guarded by binding_mu_
 
   PeriodicThread gone_;  ///< ReleaseGonePods every options_.release_gone_every
+
+  static constexpr int kVerbs = 3, kResults = 4;
+  std::atomic<uint64_t> counts_[kVerbs][kResults] = {};  ///< by verb, then result (Counts order)
 };
 
 /// The note a pod's claim carries in its placement: "pod uid UID".

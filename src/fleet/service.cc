@@ -647,6 +647,16 @@ std::string FleetService::Metrics() {
     w.StartSample("_count");
     w.FinishUint(latency_count_);
   }
+  w.BeginFamily("accel_fleet_extender_requests_total",
+                "kube-scheduler's extender calls by verb and result (error: answered with Error set; bad_request: 400; "
+                "store_unavailable: 503).",
+                MetricType::kCounter);
+  for (const ExtenderCount& c : extender_->Counts()) {
+    w.StartSample();
+    w.AddLabel("verb", c.verb);
+    w.AddLabel("result", c.result);
+    w.FinishUint(c.count);
+  }
   one("accel_fleet_store_up", "Whether the last look at the store succeeded.", MetricType::kGauge, store_up_ ? 1 : 0);
   one("accel_fleet_view_age_seconds", "Seconds since this replica last read the store.", MetricType::kGauge, NowUnix() - refreshed_at_);
   return out;

@@ -365,8 +365,9 @@ TEST_F(SchedulerExtenderTest, BindClaimsThenCreatesTheBindingAndSharesPackOntoOn
   for (const Claim& c : Claims()) gpu_of[c.flavor] = c.placement.gpus.at(0).address;
   EXPECT_EQ(gpu_of["pod/ml/p2"], gpu_of["pod/ml/p1"]);
   EXPECT_NE(gpu_of["pod/ml/p3"], gpu_of["pod/ml/p1"]);
-  // The service's view has them: the next filter sees 940 of that GPU taken.
   EXPECT_EQ(FleetStore::Open(url_)->Audit(), std::vector<std::string>{});
+  EXPECT_NE(service_->Metrics().find("accel_fleet_extender_requests_total{verb=\"bind\",result=\"ok\"} 3\n"),
+            std::string::npos);
 }
 
 TEST_F(SchedulerExtenderTest, BindingOnePodTwiceKeepsOneClaim) {
@@ -526,6 +527,13 @@ TEST_F(SchedulerExtenderTest, MalformedBodiesAre400WithTheResultsErrorSet) {
   r = http::HttpCall(base_, "GET", "/scheduler/filter");
   EXPECT_EQ(r.status, 405);
   EXPECT_EQ(r.Header("Allow"), "POST");
+  // Counted: 5 bad filter bodies, 3 bad prioritize and 4 bad bind bodies, one good filter.
+  const std::string metrics = service_->Metrics();
+  for (const char* sample : {"accel_fleet_extender_requests_total{verb=\"filter\",result=\"bad_request\"} 5\n",
+                             "accel_fleet_extender_requests_total{verb=\"prioritize\",result=\"bad_request\"} 3\n",
+                             "accel_fleet_extender_requests_total{verb=\"bind\",result=\"bad_request\"} 4\n",
+                             "accel_fleet_extender_requests_total{verb=\"filter\",result=\"ok\"} 1\n"})
+    EXPECT_NE(metrics.find(sample), std::string::npos) << sample << metrics;
 }
 
 // ---- the deploy files ----------------------------------------------------------------------
