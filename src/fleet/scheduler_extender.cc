@@ -340,7 +340,7 @@ std::string SchedulerExtender::Bind(const ExtenderBindingArgs& args) {
       });
       for (InstanceDecision& d : result.instances) d.chosen.placement.notes.push_back(PodUidNote(ask.uid));
       return result;
-    });
+    }, kBindRounds);
     if (!outcome.placed) {
       error = "pod " + ask.ns + "/" + ask.name + " does not fit on node " + args.node + " now: " +
               JoinStrings(DescribeCauses(outcome.why_not), "; ");

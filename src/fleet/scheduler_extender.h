@@ -25,7 +25,7 @@
 //   - bind: the claim, then the Binding. The pod's ask is the one filter or prioritize saw for
 //     that pod UID (remembered), else read from the API server (options.read_pod). The pod is
 //     placed on exactly that node (Schedule over a view of that one host, then the store's claim
-//     with its generation check: PlaceInFleet, up to three rounds when concurrent claims on the
+//     with its generation check: PlaceInFleet, up to kBindRounds rounds when concurrent claims on the
 //     host refuse it), stored with flavor "pod/NAMESPACE/NAME" and the note "pod uid UID" in its
 //     placement. Then options.bind creates the pod's v1.Binding. If the Binding fails and the API
 //     server says the pod is not bound there (or there is no reader to ask), the claim is
@@ -133,6 +133,10 @@ class SchedulerExtender {
  public:
   /// The routes' prefix.
   static constexpr const char* kPrefix = "/scheduler/";
+  /// Rounds of a bind's claim (each after a refusal looks at the store again): binds of many pods
+  /// to one node at once refuse each other's first tries, and a bind that gives up sends the pod
+  /// back to kube-scheduler's queue.
+  static constexpr int kBindRounds = 8;
 
   SchedulerExtender(ExtenderHost& host, ExtenderOptions options);
   ~SchedulerExtender();
