@@ -1,5 +1,6 @@
 #include "cli/claims_text.h"
 
+#include <algorithm>
 #include <iostream>
 #include <set>
 
@@ -31,12 +32,23 @@ std::string CpusOf(const placement::Placement& p) {
   if (!cpus.Empty()) return cpus.ToString();
   int shared = p.floating_vcpus;
   for (const auto& cell : p.cells) shared += cell.shared_vcpus.Count();
-  return shared > 0 ? "(" + std::to_string(shared) + " shared)" : "-";
+  if (shared > 0) return "(" + std::to_string(shared) + " shared)";
+  // A pod's CPU: thousandths of the shared pool.
+  return p.floating_cpu_milli > 0 ? "(" + std::to_string(p.floating_cpu_milli) + "m shared)" : "-";
 }
 
+// PCI devices, then GPUs given by model and size (pods): a whole GPU as its address, a share as
+// ADDRESS@470m (thousandths), a MIG slice as ADDRESS@PROFILE.
 std::string DevicesOf(const placement::Placement& p) {
   std::string s;
   for (const auto& d : p.devices) s += (s.empty() ? "" : ",") + d.address;
+  for (const auto& g : p.gpus) {
+    std::string item = g.address;
+    if (g.is_mig()) item += "@" + g.mig_profile;
+    else if (g.is_share()) item += "@" + std::to_string(g.milli) + "m";
+    else if (std::any_of(p.devices.begin(), p.devices.end(), [&](const auto& d) { return d.address == g.address; })) continue;
+    s += (s.empty() ? "" : ",") + item;
+  }
   return s.empty() ? "-" : s;
 }
 

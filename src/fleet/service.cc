@@ -191,6 +191,30 @@ class FleetService::Pool {
   std::vector<std::unique_ptr<FleetStore>> free_;
 };
 
+// What the scheduler extender reaches of the service: its view, its pool, its change feed.
+class FleetService::ExtenderLink : public ExtenderHost {
+ public:
+  explicit ExtenderLink(FleetService* service) : s_(service) {}
+  void ReadView(const std::function<void(const FleetView&)>& read) override {
+    std::shared_lock<std::shared_mutex> lock(s_->view_mu_);
+    read(s_->view_);
+  }
+  void WithStore(const std::function<void(FleetStore&)>& use) override {
+    auto lease = s_->pool_->Take();
+    use(*lease);
+  }
+  void CatchUp(FleetStore& store) override { s_->RefreshChanged(store); }
+  void AfterWrite(FleetStore& store, const PlaceOutcome* outcome) override {
+    if (outcome && outcome->placed && outcome->retries == 0 && outcome->instances.size() == 1)
+      s_->ApplyOwnClaim(outcome->instances[0], outcome->claim_ids.at(0));
+    else
+      s_->RefreshAfterWrite(store);
+  }
+
+ private:
+  FleetService* s_;
+};
+
 FleetService::FleetService(ServiceOptions options)
     : options_(std::move(options)), latency_buckets_(std::size(kLatencyBuckets), 0) {
   ParsePartition(FormatPartition(options_.partition), "partition");  // throws unless 0 <= index < count
@@ -201,6 +225,8 @@ FleetService::FleetService(ServiceOptions options)
   view_ = FleetView::FromSnapshot(snapshot);
   refreshed_at_ = NowUnix();
   RecomputeCapacity();
+  extender_link_ = std::make_unique<ExtenderLink>(this);
+  extender_ = std::make_unique<SchedulerExtender>(*extender_link_, options_.extender);
 }
 
 FleetService::~FleetService() { Stop(); }
@@ -210,9 +236,13 @@ void FleetService::Start() {
     RefreshNow();
     if (std::chrono::steady_clock::now() - capacity_at_ >= options_.capacity_every) RecomputeCapacity();
   });
+  extender_->Start();
 }
 
-void FleetService::Stop() { refresher_.Stop(); }
+void FleetService::Stop() {
+  refresher_.Stop();
+  if (extender_) extender_->Stop();
+}
 
 bool FleetService::RefreshNow() {
   std::lock_guard<std::mutex> lock(refresher_mu_);  // the refresher thread and SIGHUP share it
@@ -318,6 +348,12 @@ ServiceReply FleetService::Handle(const ServiceRequest& r) {
     if (p == "/api/v1/place") return r.method == "POST" ? Place(r) : MethodNotAllowed("POST");
     if (p == "/api/v1/capacity") return r.method == "POST" ? Capacity(r) : MethodNotAllowed("POST");
     if (p == "/api/v1/filter") return r.method == "POST" ? Filter(r) : MethodNotAllowed("POST");
+    if (const std::string prefix = SchedulerExtender::kPrefix;
+        p.rfind(prefix, 0) == 0 && SchedulerExtender::IsVerb(p.substr(prefix.size()))) {
+      if (r.method != "POST") return MethodNotAllowed("POST");
+      ExtenderReply reply = extender_->Handle(p.substr(prefix.size()), r.body);
+      return {reply.status, "application/json", std::move(reply.body), ""};
+    }
     return Error(404, "no such path: " + p + " (docs/fleet-api.yaml lists the API)");
   } catch (const InputError& e) {
     return Error(400, e.what());
@@ -642,6 +678,16 @@ std::string FleetService::Metrics() {
     w.FinishShortest(latency_sum_);
     w.StartSample("_count");
     w.FinishUint(latency_count_);
+  }
+  w.BeginFamily("accel_fleet_extender_requests_total",
+                "kube-scheduler's extender calls by verb and result (error: answered with Error set; bad_request: 400; "
+                "store_unavailable: 503).",
+                MetricType::kCounter);
+  for (const ExtenderCount& c : extender_->Counts()) {
+    w.StartSample();
+    w.AddLabel("verb", c.verb);
+    w.AddLabel("result", c.result);
+    w.FinishUint(c.count);
   }
   one("accel_fleet_store_up", "Whether the last look at the store succeeded.", MetricType::kGauge, store_up_ ? 1 : 0);
   one("accel_fleet_view_age_seconds", "Seconds since this replica last read the store.", MetricType::kGauge, NowUnix() - refreshed_at_);

@@ -17,10 +17,14 @@
 //   POST   /api/v1/capacity              {"flavors": [...], "aliases": [...], "where", "group_by"}
 //   POST   /api/v1/filter                {"flavor", "aliases", "hosts": [...], "count", "usage":
 //                                          {host: Nova's usage (nova_usage.h)}}: which can take it
+//   POST   /scheduler/filter             kube-scheduler's extender (scheduler_extender.h): ExtenderArgs
+//   POST   /scheduler/prioritize           -> ExtenderFilterResult / HostPriorityList; ExtenderBindingArgs
+//   POST   /scheduler/bind                 -> ExtenderBindingResult (claim, then the pod's Binding)
 //   GET    /metrics                      Prometheus text (served by the HTTP server from Metrics())
 //   GET    /                             the fleet page (HTML + inline SVG)
-// Errors: 400 bad input {"error": "..."}; 404 unknown path or name; 405 wrong method;
-// 503 the store is unreachable (the next request tries again).
+// Errors: 400 bad input {"error": "..."} ({"Error": "..."} on /scheduler/, the extender
+// protocol's field); 404 unknown path or name; 405 wrong method; 503 the store is unreachable
+// (the next request tries again).
 //
 // Thread-safety: Handle and Metrics may be called from many threads at once; the view is read
 // under a shared lock and changed under an exclusive one; the store is reached through a small
@@ -43,6 +47,7 @@
 #include "fleet/fleet_store.h"
 #include "fleet/fleet_view.h"
 #include "fleet/scheduler.h"
+#include "fleet/scheduler_extender.h"
 #include "placement/request.h"
 
 namespace accel::fleet {
@@ -62,6 +67,9 @@ struct ServiceOptions {
   /// hosts. Default for a place request's "partition"; {0, 1} = none.
   SchedulePartition partition;
   int connections = 4;                                ///< store connections (concurrent requests)
+  /// kube-scheduler's extender under /scheduler/: its API server access (to bind pods), MIG
+  /// catalog and GPU policy. Without `bind`, /scheduler/bind answers an error.
+  ExtenderOptions extender;
 };
 
 struct ServiceRequest {
@@ -88,7 +96,8 @@ class FleetService {
   FleetService(const FleetService&) = delete;
   FleetService& operator=(const FleetService&) = delete;
 
-  /// Starts the background refresher (others' claims, hosts, heartbeats; capacity).
+  /// Starts the background refresher (others' claims, hosts, heartbeats; capacity) and the
+  /// extender's release of claims whose pods are gone.
   void Start();
   /// Stops it; idempotent.
   void Stop();
@@ -104,6 +113,7 @@ class FleetService {
 
  private:
   class Pool;
+  class ExtenderLink;
   ServiceReply Place(const ServiceRequest& r);
   ServiceReply Capacity(const ServiceRequest& r);
   ServiceReply Filter(const ServiceRequest& r);
@@ -144,6 +154,9 @@ class FleetService {
   std::chrono::steady_clock::time_point capacity_at_{};  ///< refresher thread only
 
   PeriodicThread refresher_;          ///< RefreshNow every options_.refresh
+  /// The extender and its way into this service (the view, the pool); the link outlives it.
+  std::unique_ptr<ExtenderLink> extender_link_;
+  std::unique_ptr<SchedulerExtender> extender_;
 
   // Metrics.
   std::atomic<bool> store_up_{true};

@@ -26,14 +26,28 @@ const std::set<std::string, std::less<>>& KnownWorkloadKinds() {
 
 class PodReader {
  public:
-  explicit PodReader(std::string where) : where_(std::move(where)) {}
+  /// `kind_optional`: a Pod object from the API (kube-scheduler's), whose kind may be absent.
+  explicit PodReader(std::string where, bool kind_optional = false)
+      : where_(std::move(where)), kind_optional_(kind_optional) {}
 
   PodResources Read(const json& doc) {
     if (!doc.is_object())
       Fail("", "is not a Kubernetes object", "give a Pod: apiVersion: v1, kind: Pod, metadata, spec with containers");
-    if (!doc.contains("kind") || !doc["kind"].is_string())
+    if (kind_optional_ && (!doc.contains("kind") || doc["kind"].is_null() || doc["kind"] == "")) {
+      // An API object without its type (Go clients omit an empty TypeMeta): a Pod by contract.
+    } else if (!doc.contains("kind") || !doc["kind"].is_string()) {
       Fail("kind", "missing: the file must be a Pod", "add kind: Pod and apiVersion: v1");
-    const std::string kind = doc["kind"].get<std::string>();
+    } else {
+      CheckKind(doc["kind"].get<std::string>());
+    }
+    if (doc.contains("apiVersion") && !(kind_optional_ && (doc["apiVersion"].is_null() || doc["apiVersion"] == "")) &&
+        doc["apiVersion"] != "v1")
+      Fail("apiVersion", "is " + doc["apiVersion"].dump() + ": a Pod is apiVersion v1", "write apiVersion: v1");
+    return Body(doc);
+  }
+
+ private:
+  void CheckKind(const std::string& kind) const {
     if (kind != "Pod") {
       std::string fix;
       if (KnownWorkloadKinds().count(kind))
@@ -48,8 +62,9 @@ class PodReader {
         fix = "give the pod template of one replica as a Pod (apiVersion: v1, kind: Pod, spec: its pod spec)";
       Fail("kind", "is " + kind + ": accel cluster pods reads a Pod (what one node admits)", fix);
     }
-    if (doc.contains("apiVersion") && doc["apiVersion"] != "v1")
-      Fail("apiVersion", "is " + doc["apiVersion"].dump() + ": a Pod is apiVersion v1", "write apiVersion: v1");
+  }
+
+  PodResources Body(const json& doc) const {
     PodResources pod;
     pod.source = where_;
     if (doc.contains("metadata")) {
@@ -87,7 +102,6 @@ class PodReader {
     return pod;
   }
 
- private:
   [[noreturn]] void Fail(const std::string& field, const std::string& problem, const std::string& fix) const {
     throw InputError(where_, field, problem, fix);
   }
@@ -181,6 +195,7 @@ class PodReader {
   }
 
   std::string where_;
+  bool kind_optional_ = false;
 };
 
 }  // namespace
@@ -242,6 +257,10 @@ PodResources ParsePodText(std::string_view text, const std::string& where) {
 }
 
 PodResources LoadPod(const std::string& path) { return PodReader(path).Read(ReadStructuredFile(path)); }
+
+PodResources ReadPodObject(const nlohmann::json& pod, const std::string& where) {
+  return PodReader(where, true).Read(pod);
+}
 
 const char* QosClassName(QosClass qos) {
   switch (qos) {

@@ -16,6 +16,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 namespace accel::kubelet {
 
 /// One container's resources as the API server stores them.
@@ -51,6 +53,12 @@ PodResources ParsePodText(std::string_view text, const std::string& where);
 
 /// ParsePodText of the file at `path`. Throws InputError naming the file.
 PodResources LoadPod(const std::string& path);
+
+/// Reads a Pod object as the API server and kube-scheduler hand it over (already parsed JSON):
+/// the same rules as ParsePodText, except that kind and apiVersion may be absent (typed Go
+/// clients leave them out; when present they must say v1 Pod). `where` names it in errors
+/// ("pod ns/name"). Throws InputError as ParsePodText does.
+PodResources ReadPodObject(const nlohmann::json& pod, const std::string& where);
 
 /// Kubernetes' QoS classes.
 enum class QosClass { kBestEffort, kBurstable, kGuaranteed };

@@ -200,6 +200,7 @@ TEST_F(FleetServeCli, SpecIsWellFormedAndListsEveryRoute) {
   const std::set<std::string> routes = {
       "GET /api/v1/hosts",       "GET /api/v1/hosts/{name}", "GET /api/v1/claims",    "DELETE /api/v1/claims/{id}",
       "POST /api/v1/release",    "POST /api/v1/place",       "POST /api/v1/capacity", "POST /api/v1/filter",
+      "POST /scheduler/filter",  "POST /scheduler/prioritize", "POST /scheduler/bind",
       "GET /metrics",            "GET /health",              "GET /",                 "GET /index.html",
       "GET /hosts/{name}.svg"};
   EXPECT_EQ(test_support::SpecOperations(kPython, kChecker, kSpec), routes);
@@ -388,6 +389,21 @@ TEST_F(FleetServeCli, EveryRouteAnswersAsTheSpecSays) {
   EXPECT_EQ(r.Json()["missing"], json::array({"c-000000000000"}));
   r = api.Delete("/api/v1/claims/" + ids[0]);
   EXPECT_EQ(r.status, 404) << "released already";
+
+  // kube-scheduler's extender (tests/cli/fleet_extender_cli_test.cc has it in depth): without
+  // API server access the bind answers 200 with the error saying how to give it.
+  const json pod = {{"metadata", {{"name", "p"}, {"namespace", "ml"}, {"uid", "uid-p"}}},
+                    {"spec", {{"containers", {{{"name", "c"}, {"resources", {{"limits", {{"nvidia.com/gpu", "1"}}}}}}}}}}};
+  r = api.Post("/scheduler/filter", json({{"Pod", pod}, {"NodeNames", {"h100-a", "hpu-a", "k8s-only"}}}).dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.Json()["NodeNames"], json::array({"h100-a"})) << r.body;
+  EXPECT_EQ(r.Json()["FailedAndUnresolvableNodes"]["k8s-only"], "accel: not an accel fleet host") << r.body;
+  r = api.Post("/scheduler/prioritize", json({{"Pod", pod}, {"NodeNames", {"h100-a"}}}).dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.Json(), json::parse(R"([{"Host": "h100-a", "Score": 10}])")) << r.body;
+  r = api.Post("/scheduler/bind", json({{"PodName", "p"}, {"PodNamespace", "ml"}, {"PodUID", "uid-p"}, {"Node", "h100-a"}}).dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_THAT(r.Json()["Error"].get<std::string>(), HasSubstr("--kubeconfig")) << r.body;
 
   testing::RunResult audit = RunAccel("fleet audit --store '" + store_ + "'");
   EXPECT_EQ(audit.exit_code, 0) << audit.output;

@@ -9,11 +9,14 @@
 #include <stdexcept>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "cluster/group_node.h"
 #include "cluster/plan.h"
 #include "cluster/template.h"
 #include "common/error.h"
 #include "kubelet/derive.h"
+#include "kubelet/pod.h"
 #include "kubelet/test_guests.h"
 
 namespace accel::kubelet {
@@ -135,6 +138,35 @@ TEST(PodReader, RefusesWhatTheApiServerRefusesWithTheKeyPath) {
   EXPECT_EQ(ErrorField("apiVersion: v1\nkind: Pod\nspec: {containers: [{name: a, restartPolicy: Always}]}\n"),
             "spec.containers[0].restartPolicy");
   EXPECT_THROW(ParsePodText("{", "p"), InputError);
+}
+
+TEST(PodReader, ReadsAPodObjectAsTheApiHandsItOverWithoutItsKind) {
+  // A typed Go client's v1.Pod: no kind, no apiVersion, creationTimestamp null, status.
+  const nlohmann::json pod = nlohmann::json::parse(R"({
+    "metadata": {"name": "p", "namespace": "ml", "uid": "u", "creationTimestamp": null},
+    "spec": {"containers": [{"name": "a", "image": "x", "resources": {"limits": {"nvidia.com/gpu": "2"},
+                                                                        "requests": {"cpu": "500m"}}}]},
+    "status": {"phase": "Pending"}})");
+  const PodResources p = ReadPodObject(pod, "pod ml/p");
+  EXPECT_EQ(p.name, "p");
+  EXPECT_EQ(PodRequestMilli(p, "nvidia.com/gpu"), 2000);
+  EXPECT_EQ(PodRequestMilli(p, "cpu"), 500);
+  // With its kind it must be a v1 Pod; the rules are ParsePodText's.
+  nlohmann::json typed = pod;
+  typed["kind"] = "Pod";
+  typed["apiVersion"] = "v1";
+  EXPECT_EQ(ReadPodObject(typed, "p").name, "p");
+  typed["kind"] = "Deployment";
+  EXPECT_THROW(ReadPodObject(typed, "p"), InputError);
+  nlohmann::json bad = pod;
+  bad["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "500m";
+  try {
+    ReadPodObject(bad, "pod ml/p");
+    ADD_FAILURE() << "a fractional device count must be refused";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "pod ml/p");
+    EXPECT_EQ(e.field(), "spec.containers[0].resources.limits.nvidia.com/gpu");
+  }
 }
 
 NodeResource Gpus(const GuestLayout& g, int replicas = 1, int max = 0) {

@@ -206,6 +206,41 @@ struct FakeApiServer::Impl {
     return out;
   }
 
+  // POST pods/NAME/binding, as the API server's BindingREST answers it: the pod's spec.nodeName set
+  // to target.name, once; a Binding whose metadata.uid is not the pod's (a precondition) or a pod
+  // already assigned is a 409 Conflict.
+  std::pair<int, json> Bind(const httplib::Request& req, const Address& a) {
+    json binding = json::parse(req.body, nullptr, false);
+    if (!binding.is_object()) return {400, Status(400, "BadRequest", "the body is not a JSON object")};
+    if (binding.value("kind", "") != "Binding" || binding.value("apiVersion", "") != "v1")
+      return {400, Status(400, "BadRequest", "the body is not a v1 Binding")};
+    const json meta = binding.contains("metadata") && binding["metadata"].is_object() ? binding["metadata"] : json::object();
+    if (meta.value("name", "") != a.name)
+      return {400, Status(400, "BadRequest", "name in URL does not match name in Binding object")};
+    const std::string node = binding.contains("target") && binding["target"].is_object()
+                                 ? binding["target"].value("name", "")
+                                 : "";
+    if (node.empty()) return {422, Status(422, "Invalid", "Binding.target.name: Required value")};
+    Address pod = a;
+    pod.subresource.clear();
+    auto it = objects.find(pod.ItemKey());
+    if (it == objects.end()) return {404, Status(404, "NotFound", "pods \"" + a.name + "\" not found")};
+    json& stored = it->second;
+    const std::string uid = stored["metadata"].value("uid", "");
+    if (!meta.value("uid", "").empty() && meta.value("uid", "") != uid)
+      return {409, Status(409, "Conflict", "Operation cannot be fulfilled on pods/binding \"" + a.name +
+                                               "\": Precondition failed: UID in precondition: " + meta.value("uid", "") +
+                                               ", UID in object meta: " + uid)};
+    const std::string bound = stored.contains("spec") && stored["spec"].is_object() ? stored["spec"].value("nodeName", "") : "";
+    if (!bound.empty())
+      return {409, Status(409, "Conflict", "Operation cannot be fulfilled on pods/binding \"" + a.name + "\": pod " +
+                                               a.name + " is already assigned to node \"" + bound + "\"")};
+    stored["spec"]["nodeName"] = node;
+    stored["metadata"]["resourceVersion"] = NextVersion();
+    json ok = {{"kind", "Status"}, {"apiVersion", "v1"}, {"metadata", json::object()}, {"status", "Success"}, {"code", 201}};
+    return {201, ok};
+  }
+
   // Answers one request; the caller holds mu. Returns status and body.
   std::pair<int, json> Handle(const httplib::Request& req, const Address& a) {
     const std::string what = a.Qualified() + " \"" + a.name + "\"";
@@ -229,6 +264,7 @@ struct FakeApiServer::Impl {
       }
       return {200, list};
     }
+    if (req.method == "POST" && a.resource == "pods" && a.subresource == "binding") return Bind(req, a);
     if (req.method == "POST") {
       if (!a.name.empty()) return {405, Status(405, "MethodNotAllowed", "POST goes to a collection")};
       json object = json::parse(req.body, nullptr, false);

@@ -17,6 +17,9 @@
 //     (dotted paths: spec.nodeName=x,spec.driver=y, = == !=; any field, not only the indexed ones),
 //     honours limit/continue (see SetPageSize) and sends lists chunked (Transfer-Encoding), as the
 //     real one does for long answers.
+// Pods have the binding subresource (POST .../pods/NAME/binding with a v1 Binding sets
+// spec.nodeName once; a second binding, or one whose metadata.uid is not the pod's, is a 409
+// Conflict), as kube-scheduler and scheduler extenders use it.
 // It has no watch, no admission, no defaulting, no server-side apply, no validation of objects.
 //
 // Thread-safe: tests may seed, inspect and inject failures while clients call it from any thread.
