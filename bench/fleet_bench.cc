@@ -6,7 +6,7 @@
 //   fleet_bench --claims [--hosts 2000] [--claimers 16] [--claims-each 60] [--refresh-ms 500]
 //               [--strategy pack|spread] [--scrambled-names] [--subset-size N] [--refresh-every K] [--hold N]
 //               [--kills N | --restart [--seconds 20] [--outage 3]] [--replicas R [--replica-claimers N,N..]]
-//               [--http [--concurrency N]] [--partition] [--json FILE]
+//               [--http [--concurrency N]] [--partition] [--share-milli M] [--json FILE]
 //
 // Default mode, all in this process, no database (a service holds the same view in memory):
 //   1. A fleet of --hosts hosts of 8 SKUs: the repository's host fixtures (HGX H100, HGX H200,
@@ -35,7 +35,9 @@
 //      through Nova — i.e. what NUMATopologyFilter + PciPassthroughFilter cost per request over
 //      Placement's max_placement_results candidates. Reported beside accel's p99, with the ratio.
 //
-// --claims: claimer processes on one private PostgreSQL (fsync on), see RunClaims below.
+// --claims: claimer processes on one private PostgreSQL (fsync on), see RunClaims below. With
+// --replicas and --share-milli M, each claim is a pod-shaped request for M thousandths of one GPU
+// (POST /api/v1/place {"pod": ...}): share claims, held by the database's share rows.
 #include <malloc.h>
 #include <sys/resource.h>
 #include <signal.h>
@@ -590,6 +592,7 @@ struct Args {
   /// HTTP client with one kept-alive connection to its replica: the issue's "HTTP clients
   /// against 2 service replicas", sockets, HTTP parsing and the server's threads included.
   bool http = false;
+  int share_milli = 0;  ///< --share-milli M: claimers ask for a share of one GPU (a pod), not the flavor
   /// --concurrency (with --http): `accel fleet serve --concurrency` (HTTP workers and store
   /// connections per replica); 0 = the claimers each replica serves.
   int concurrency = 0;
@@ -668,6 +671,7 @@ Args ParseArgs(int argc, char** argv) {
     else if (k == "--outage") a.outage = number();
     else if (k == "--replicas") a.replicas = static_cast<int>(number());
     else if (k == "--http") a.http = true;
+    else if (k == "--share-milli") a.share_milli = static_cast<int>(number());
     else if (k == "--concurrency") a.concurrency = static_cast<int>(number());
     else if (k == "--pg-statements") a.pg_statements = true;
     else if (k == "--schema3-units") a.schema3_units = true;
@@ -1246,10 +1250,13 @@ nlohmann::ordered_json CheckStore(const accel::test_support::PostgresServer& pg,
   for (const Claim& c : claims) {
     auto it = units.find(c.id);
     const long want = static_cast<long>(accel::fleet::UnitsOf(c.placement).size());
-    if (it == units.end() || it->second != want) ++half;
+    if (it == units.end() ? want != 0 : it->second != want) ++half;  // a share claim has no unit of its own
     if (it != units.end()) units.erase(it);
   }
-  for (const auto& [id, n] : units) orphan_units += n;
+  // A GPU held in part has one share row, claim_id '*shares' or '*mig' (fleet_store.h): not an
+  // orphan; the audit above checks those rows against the claims.
+  for (const auto& [id, n] : units)
+    if (id.empty() || id[0] != '*') orphan_units += n;
   std::set<std::string> hosts_with_claims;
   for (const Claim& c : claims) hosts_with_claims.insert(c.host);
   j["claims"] = claims.size();
@@ -1390,6 +1397,13 @@ int RunClaims(const Args& a, int argc, char** argv) {
                       {"extra_specs", nlohmann::json::object()}};
     for (const auto& [k, v] : rq.flavor_def.extra) body["flavor"]["extra_specs"][k] = v;
     body["aliases"] = nlohmann::json::parse(kGpuAlias);
+    if (a.share_milli > 0) {
+      // A pod-shaped request instead: one share of any GPU, a CPU and 1 GiB beside it.
+      body.erase("flavor");
+      body.erase("aliases");
+      body["pod"] = {{"name", "share-" + std::to_string(a.share_milli)}, {"cpu_milli", 1000}, {"memory_mib", 1024},
+                     {"gpu", {{"count", 1}, {"milli", a.share_milli}}}};
+    }
     body["claim"] = true;
     body["strategy"] = a.spread ? "spread" : "pack";
     if (a.subset_size > 1) body["subset_size"] = a.subset_size;

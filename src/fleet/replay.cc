@@ -39,8 +39,17 @@ struct Rng {
   }
 };
 
-// The view of the trace's nodes: one host per node, hosts of one shape sharing hardware.
+// The view of the trace's nodes, and the host index of each node.
 FleetView ViewOf(const std::vector<TraceNode>& nodes, std::vector<size_t>* host_of_node) {
+  FleetView view = TraceFleetView(nodes);
+  host_of_node->resize(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) (*host_of_node)[i] = static_cast<size_t>(view.IndexOf(nodes[i].name));
+  return view;
+}
+
+}  // namespace
+
+FleetView TraceFleetView(const std::vector<TraceNode>& nodes) {
   FleetSnapshot snap;
   std::map<std::tuple<int64_t, uint64_t, int, std::string>, std::string> ids;
   for (const TraceNode& n : nodes) {
@@ -59,11 +68,10 @@ FleetView ViewOf(const std::vector<TraceNode>& nodes, std::vector<size_t>* host_
     r.policy = TraceHostPolicy(n);
     snap.hosts.push_back(std::move(r));
   }
-  FleetView view = FleetView::FromSnapshot(snap);
-  host_of_node->resize(nodes.size());
-  for (size_t i = 0; i < nodes.size(); ++i) (*host_of_node)[i] = static_cast<size_t>(view.IndexOf(nodes[i].name));
-  return view;
+  return FleetView::FromSnapshot(snap);
 }
+
+namespace {
 
 struct Job {
   size_t policy_index = 0;

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "fleet/fleet_view.h"
 #include "fleet/gpu_policy.h"
 #include "fleet/trace.h"
 #include "fleet/workload_mix.h"
@@ -70,6 +71,11 @@ struct ReplayResult {
   std::vector<double> mean_bound_pct;      ///< mean of the runs' bounds
   double seconds = 0;         ///< CPU-independent wall time of this policy's runs
 };
+
+/// The fleet of a trace's nodes: one enabled host per node (TraceHostTopology, TraceHostPolicy),
+/// nodes of one shape sharing their hardware, nothing claimed. Host i of the view is the node
+/// named like it (the view sorts hosts by name).
+FleetView TraceFleetView(const std::vector<TraceNode>& nodes);
 
 /// The arrival list of one seed (indexes into `pods`), as the protocol above builds it.
 std::vector<int> ArrivalOrder(const std::vector<TracePod>& pods, int64_t capacity_milli, double tune, uint64_t seed);

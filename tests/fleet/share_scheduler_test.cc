@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "common/hash.h"
+#include "fleet/replay.h"
 #include "fleet/trace.h"
 #include "placement/engine.h"
 
@@ -26,21 +27,7 @@ struct Fleet {
   FleetView view;
 };
 
-FleetView ViewOfNodes(const std::vector<TraceNode>& nodes) {
-  FleetSnapshot snap;
-  for (const TraceNode& n : nodes) {
-    topology::HostTopology t = TraceHostTopology(n);
-    t.hostname = kSharedHostname;
-    const std::string id = TopologyId(t);
-    snap.topologies.emplace(id, std::make_shared<const topology::HostTopology>(std::move(t)));
-    HostRecord r;
-    r.name = n.name;
-    r.topology_id = id;
-    r.policy = TraceHostPolicy(n);
-    snap.hosts.push_back(std::move(r));
-  }
-  return FleetView::FromSnapshot(snap);
-}
+FleetView ViewOfNodes(const std::vector<TraceNode>& nodes) { return TraceFleetView(nodes); }
 
 Fleet RandomFleet(std::mt19937_64& rng, int hosts) {
   Fleet f;
