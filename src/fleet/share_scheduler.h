@@ -7,7 +7,9 @@
 // policy (gpu_policy.h) — once per interned host state where the score depends on the state
 // only; hosts ranked by (partition, cost, the policy's GPU preference, seeded tiebreak, name);
 // the engine places the best and the alternates with exactly the chosen GPUs
-// (placement::PlaceWithGpuChoice), a host it refuses falling to the next.
+// (placement::PlaceWithGpuChoice), a host it refuses falling to the next. options.strategy and
+// subset_size do not apply here (the policy ranks; a seeded tiebreak spreads replicas over
+// equally good hosts).
 //
 // Thread-safety: reads the view only; the options' scorer (if any) is used by one decision at a
 // time.
