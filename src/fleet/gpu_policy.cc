@@ -150,36 +150,6 @@ GpuPolicy ParseGpuPolicy(const std::string& text, const std::string& where) {
 
 int64_t ShareHostState::FreeGpuMilli() const { return FreeMilliOf(*this); }
 
-HostFragmentation FragmentationOf(const ShareHostState& host, const WorkloadMix& mix) {
-  HostFragmentation out;
-  out.free_milli = FreeMilliOf(host);
-  // GPUs no GPU-asking entry may use are unwanted, not fragmented.
-  uint64_t wanted = 0;
-  double gpu_weight = 0;
-  for (size_t k = 0; k < mix.entries.size(); ++k) {
-    if (mix.entries[k].GpuMilli() == 0) continue;
-    wanted |= AllowedMask(host, k);
-    gpu_weight += mix.entries[k].weight;
-  }
-  for (size_t i = 0; i < host.gpus.size() && i < 64; ++i)
-    if (!((wanted >> i) & 1)) out.unwanted_milli += host.gpus[i].free_milli;
-  if (gpu_weight <= 0) return out;
-  // F over the GPU-asking entries (weights renormalized among them): a CPU-only request makes no
-  // GPU capacity unusable; the unwanted part is counted apart.
-  double f = 0;
-  for (size_t k = 0; k < mix.entries.size(); ++k) {
-    const MixEntry& m = mix.entries[k];
-    if (m.GpuMilli() == 0) continue;
-    const EntryFit fit = FitEntry(m, k, host);
-    const int64_t lost = (fit.fits ? fit.unusable : out.free_milli);
-    int64_t unwanted_in = 0;
-    for (size_t i = 0; i < host.gpus.size() && i < 64; ++i)
-      if (!((wanted >> i) & 1)) unwanted_in += host.gpus[i].free_milli;
-    f += m.weight / gpu_weight * static_cast<double>(std::max<int64_t>(0, lost - unwanted_in));
-  }
-  out.fragmented_milli = f;
-  return out;
-}
 
 GpuScorer::GpuScorer(GpuPolicy policy, std::shared_ptr<const WorkloadMix> mix, uint64_t seed)
     : policy_(policy), mix_(std::move(mix)), rng_(Mix64(seed ^ 0x5851f42d4c957f2dULL)) {}

@@ -2,16 +2,14 @@
 // for requests with GPUs by model and size (shares, MIG slices, whole GPUs of a model list) and
 // pod CPU, and how much GPU capacity an expected request mix can no longer use.
 //
-// Fragmentation (docs/fleet-efficiency.md): for a host h and one kind of request m of the mix,
-// F_m(h) is the free GPU capacity of h (thousandths) that m cannot use:
-//   - all of it when m does not fit on h at all (CPU, memory, GPU count/size/model, MIG room);
-//   - when m fits: for a share of d thousandths, the free part of each GPU with less than d
-//     free; for whole GPUs, the free part of each GPU that is partly held; for a MIG profile,
-//     the free part of each GPU where the profile has no room; for a CPU-only request, none
-//     (FGD: a CPU-only task uses no GPU, so it makes none unusable);
-// and F(h) = sum over m of weight(m) x F_m(h). This is FGD's measure (Weng et al., ATC'23);
-// the fleet's figure is the sum over hosts. Beside it, GPU capacity on GPUs of a model no
-// request of the mix may use is "not wanted by the mix" — not fragmentation, counted apart.
+// Fragmentation (docs/fleet-efficiency.md), FGD's measure (Weng et al., ATC'23): for a host h
+// and one kind of request m of the mix, F_m(h) is the free GPU capacity of h (thousandths) that
+// m cannot use — all of it when m does not fit on h at all (CPU, GPU count/size/model, MIG room;
+// memory is not part of it, as in FGD) or uses no GPU; when m fits, the free part of each GPU
+// that has less free than a share of m asks (for whole GPUs: each partly held GPU; for a MIG
+// profile: each GPU where no allowed start of the profile is free). F(h) = sum over m of
+// weight(m) x F_m(h). The scorer's F (GpuScorer::Fragmentation) is this; what `accel fleet
+// capacity` reports is the same idea with the engine's exact fills (fleet/capacity.h).
 //
 // Policies (the cost of giving a request on a host with one GPU choice; the lowest cost wins,
 // ties by host order):
@@ -84,16 +82,6 @@ struct ShareHostState {
 /// ShareHostState::key of `host` on hardware identified by `hardware_identity`.
 uint64_t ShareStateKey(const ShareHostState& host, uint64_t hardware_identity);
 
-/// Fragmentation of one host for a mix, in GPU thousandths.
-struct HostFragmentation {
-  double fragmented_milli = 0;   ///< F(h): free capacity the mix (weighted) cannot use
-  int64_t unwanted_milli = 0;    ///< free capacity on GPUs of models no entry allows
-  int64_t free_milli = 0;        ///< all free GPU capacity
-};
-
-/// F(h) and the parts above for `host` under `mix` (host.allowed must be set when any entry
-/// names models).
-HostFragmentation FragmentationOf(const ShareHostState& host, const WorkloadMix& mix);
 
 /// A choice's cost under a policy: hosts are ranked by the cost of their best choice (lower
 /// first); within a host, choices by (cost, within), then GPU order.

@@ -12,6 +12,10 @@ namespace accel::fleet {
 
 namespace {
 
+// A node has at most 4,096 CPUs: its host gets one CPU per thousand (larger machines do not
+// exist, and a typo of a few digits would otherwise build a host of billions of CPUs).
+constexpr int64_t kMaxNodeCpuMilli = 4096 * 1000;
+
 std::vector<TraceNode> NodesOf(const CsvTable& t) {
   const int sn = t.RequireColumn("sn"), cpu = t.RequireColumn("cpu_milli"), mem = t.RequireColumn("memory_mib"),
             gpu = t.RequireColumn("gpu"), model = t.RequireColumn("model");
@@ -23,7 +27,7 @@ std::vector<TraceNode> NodesOf(const CsvTable& t) {
     if (n.name.empty()) throw InputError(t.Where(row[sn]), "sn", "is empty", "name every node");
     if (!names.insert(n.name).second)
       throw InputError(t.Where(row[sn]), "sn", "'" + n.name + "' is a node name twice", "name each node once");
-    n.cpu_milli = t.Integer(row[cpu], "cpu_milli", 1, int64_t{1} << 40);
+    n.cpu_milli = t.Integer(row[cpu], "cpu_milli", 1, kMaxNodeCpuMilli);
     n.memory_mib = static_cast<uint64_t>(t.Integer(row[mem], "memory_mib", 1, int64_t{1} << 40));
     n.gpus = static_cast<int>(t.Integer(row[gpu], "gpu", 0, 64));
     n.model = row[model].text == "nan" ? "" : row[model].text;

@@ -26,7 +26,7 @@ namespace accel::fleet {
 
 struct TraceNode {
   std::string name;          ///< sn
-  int64_t cpu_milli = 0;     ///< CPUs x 1000
+  int64_t cpu_milli = 0;     ///< CPUs x 1000 (1 .. 4,096,000)
   uint64_t memory_mib = 0;
   int gpus = 0;              ///< GPUs on the node
   std::string model;         ///< their model ("" with no GPUs)
