@@ -16,6 +16,7 @@
 #include "cli/exit_code.h"
 #include "common/error.h"
 #include "fleet/fleet_store.h"
+#include "fleet/mig_request.h"
 #include "fleet/gpu_policy.h"
 #include "fleet/service.h"
 #include "kubeapi/client.h"
@@ -25,7 +26,6 @@
 #include "http/server.h"
 #include "http/listen_address.h"
 #include "http/web_config.h"
-#include "sharing/mig_geometry.h"
 
 namespace accel::cli {
 
@@ -50,33 +50,12 @@ struct FleetServeOptions {
   int release_gone_every_s = 60;
 };
 
-// A MIG profile's shape on every model of the MIG catalog that has it, for pods asking
-// nvidia.com/mig-PROFILE (placement does not know MIG geometry; sharing/ does).
-std::vector<placement::MigShape> MigShapesOf(const std::string& profile) {
-  std::vector<placement::MigShape> out;
-  for (const sharing::GpuModel& model : sharing::MigCatalog()) {
-    const std::optional<int> p = sharing::FindProfile(model, profile);
-    if (!p) continue;
-    const sharing::MigProfile& mp = model.profiles[static_cast<size_t>(*p)];
-    for (uint32_t id : model.pci_ids) {
-      placement::MigShape shape;
-      shape.model_profile = model.name + "/" + mp.name;
-      shape.vendor_id = static_cast<uint16_t>(id & 0xffff);
-      shape.device_id = static_cast<uint16_t>(id >> 16);
-      shape.gpu_slices = model.memory_slices;
-      shape.memory_slices = mp.memory_slices;
-      shape.starts = mp.starts;
-      out.push_back(std::move(shape));
-    }
-  }
-  return out;
-}
 
 // The extender's API server access: read pods, create their Bindings (as kube-scheduler's
 // DefaultBinder does: metadata.uid makes the API server refuse a pod of that name but another UID).
 void ConnectExtender(const FleetServeOptions& o, fleet::ExtenderOptions* x) {
   x->policy = fleet::ParseGpuPolicy(o.gpu_policy, "--gpu-policy");
-  x->mig_shapes = MigShapesOf;
+  x->mig_shapes = fleet::MigShapesOf;
   x->release_gone_every = std::chrono::milliseconds(1000LL * o.release_gone_every_s);
   if (o.in_cluster && !o.kubeconfig.empty())
     throw InputError("--in-cluster", "", "and --kubeconfig exclude each other", "give one: the API server access to bind pods with");

@@ -6,10 +6,15 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "placement/request.h"
 
 namespace accel::fleet {
+
+/// The shapes of MIG profile `profile` on every model of the catalog that has one of that name
+/// (one per PCI id of the model); empty when none has it.
+std::vector<placement::MigShape> MigShapesOf(const std::string& profile);
 
 /// Fills gpu->mig_shapes from the MIG catalog for gpu->mig_profile (nothing when it is empty).
 /// A GPU of a model without the profile cannot take the request. Throws InputError naming
