@@ -128,6 +128,7 @@ class GpuScorer {
     bool fits = false;
     placement::GpuChoice choice;
     ChoiceCost cost;
+    std::string why;  ///< when it does not fit: why (the scheduler's cause and example)
   };
   std::unordered_map<uint64_t, CachedBest>& best_cache() { return best_cache_; }
 

@@ -66,31 +66,30 @@ class ShareRanker {
 
   const MixEntry& ask() const { return ask_; }
 
-  // The best choice of `e` (row `row` of the view), by counts and the policy.
-  HostBest Best(const HostEntry& e, const RankRow& row, bool want_why) {
-    if (!cacheable_ || want_why) return Compute(e, row, want_why);
+  // The best choice of `e` (row `row` of the view), by counts and the policy; the reason when
+  // none fits (built only then, and kept with the answer, so a host's "no" is worked out once).
+  HostBest Best(const HostEntry& e, const RankRow& row) {
+    if (!cacheable_) return Compute(e, row);
     const uint64_t key = Mix64(e.summary.share.key ^ (ask_hash_ * 0x9e3779b97f4a7c15ULL));
     auto& cache = scorer_->best_cache();
     auto it = cache.find(key);
-    if (it != cache.end()) return {it->second.fits, "", it->second.choice, it->second.cost};
-    HostBest best = Compute(e, row, false);
+    if (it != cache.end()) return {it->second.fits, it->second.why, it->second.choice, it->second.cost};
+    HostBest best = Compute(e, row);
     if (cache.size() > 2000000) cache.clear();
-    cache.emplace(key, GpuScorer::CachedBest{best.fits, best.choice, best.cost});
+    cache.emplace(key, GpuScorer::CachedBest{best.fits, best.choice, best.cost, best.why});
     return best;
   }
 
-  HostBest Compute(const HostEntry& e, const RankRow& row, bool want_why) {
+  HostBest Compute(const HostEntry& e, const RankRow& row) {
     HostBest best;
     ShareHostState before = e.summary.share;
     if (before.free_cpu_milli < ask_.cpu_milli) {
-      if (want_why)
-        best.why = "host: " + std::to_string(before.free_cpu_milli) + " CPU thousandths free, needs " +
+      best.why = "host: " + std::to_string(before.free_cpu_milli) + " CPU thousandths free, needs " +
                    std::to_string(ask_.cpu_milli);
       return best;
     }
     if (before.free_memory_mib < ask_.memory_mib) {
-      if (want_why)
-        best.why = "host: " + std::to_string(before.free_memory_mib) + " MiB of memory free, needs " +
+      best.why = "host: " + std::to_string(before.free_memory_mib) + " MiB of memory free, needs " +
                    std::to_string(ask_.memory_mib);
       return best;
     }
@@ -102,9 +101,9 @@ class ShareRanker {
     std::vector<placement::GpuChoice> choices;
     if (request_.gpu) {
       std::string why;
-      choices = placement::GpuChoices(hw.accelerators, before.gpus, *request_.gpu, want_why ? &why : nullptr);
+      choices = placement::GpuChoices(hw.accelerators, before.gpus, *request_.gpu, &why);
       if (choices.empty()) {
-        if (want_why) best.why = "GPUs: " + why;
+        best.why = "GPUs: " + why;
         return best;
       }
     } else {
@@ -235,22 +234,16 @@ ScheduleResult ScheduleShares(const FleetView& view, const placement::PlacementR
       if (memo_states && !working && row.state != kNoState) {
         int32_t& slot = by_state[row.state];
         if (slot < 0) {
-          bests.push_back(ranker.Best(e, row, false));
+          bests.push_back(ranker.Best(e, row));
           slot = static_cast<int32_t>(bests.size() - 1);
         }
         best = &bests[static_cast<size_t>(slot)];
       } else {
-        bests.push_back(ranker.Best(e, working ? view.RowOf(e) : row, false));
+        bests.push_back(ranker.Best(e, working ? view.RowOf(e) : row));
         best = &bests.back();
       }
       if (!best->fits) {
-        auto it = causes.end();
-        // The example's reason is worked out once per cause, for the first host.
-        HostBest explained = ranker.Best(e, working ? view.RowOf(e) : row, true);
-        const std::string cause = CauseOfShareReason(explained.why);
-        it = causes.find(cause);
-        if (it == causes.end()) causes.emplace(cause, CauseCount{cause, 1, e.record.name + ": " + explained.why});
-        else ++it->second.hosts;
+        add_cause(CauseOfShareReason(best->why), e.record.name, best->why);
         continue;
       }
       const int outside = part.count > 1 && PartitionOf(row.name_hash, part.count) != part.index ? 1 : 0;
@@ -337,7 +330,7 @@ std::vector<HostVerdict> JudgeHosts(const FleetView& view, const placement::Plac
       out.push_back(v);
       continue;
     }
-    HostBest best = ranker.Best(e, row, true);
+    HostBest best = ranker.Best(e, row);
     if (best.fits) {
       placement::PlaceResult fit =
           placement::PlaceWithGpuChoice(*e.hardware, e.usage, e.record.policy, request, best.choice);
