@@ -160,8 +160,9 @@ TEST(Replay, CurvesAreMonotoneBoundedAndIndependentOfThreads) {
         }
         EXPECT_LE(cpu[a.node] += pod.cpu_milli, nodes[static_cast<size_t>(a.node)].cpu_milli);
         EXPECT_LE(mem[a.node] += pod.memory_mib, nodes[static_cast<size_t>(a.node)].memory_mib);
-        if (!pod.models.empty())
+        if (!pod.models.empty()) {
           EXPECT_NE(std::find(pod.models.begin(), pod.models.end(), nodes[static_cast<size_t>(a.node)].model), pod.models.end());
+        }
       }
       EXPECT_EQ(placed, run.placed);
     }

@@ -121,7 +121,9 @@ TEST(ShareScheduler, NoFitExactlyWhenBruteForceFindsNoHostAndNothingOverbooks) {
       for (const placement::GpuPlacement& g : c.placement.gpus) {
         h.gpu_milli[g.address] += g.milli;
         ASSERT_LE(h.gpu_milli[g.address], 1000) << ctx;
-        if (g.milli == 1000) ASSERT_EQ(h.gpu_milli[g.address], 1000) << ctx << ": a whole GPU shared";
+        if (g.milli == 1000) {
+          ASSERT_EQ(h.gpu_milli[g.address], 1000) << ctx << ": a whole GPU shared";
+        }
       }
       ASSERT_LE(h.cpu_milli, node_of.at(c.host)->cpu_milli) << ctx;
       ASSERT_LE(h.memory_mib, node_of.at(c.host)->memory_mib) << ctx;
@@ -143,7 +145,9 @@ TEST(ShareScheduler, ChoosesTheBestHostAndGpusOfAllPairsByBruteForce) {
     load.alternates = 0;
     for (int p = 0; p < Uniform(rng, 0, 12); ++p) {
       const ScheduleResult r = Schedule(f.view, RandomPod(rng, p), load);
-      if (r.all_placed) ASSERT_EQ(f.view.Apply(r.instances[0].chosen.host_index, r.instances[0].chosen.placement), "");
+      if (r.all_placed) {
+        ASSERT_EQ(f.view.Apply(r.instances[0].chosen.host_index, r.instances[0].chosen.placement), "");
+      }
     }
     const placement::PlacementRequest req = RandomPod(rng, 1000);
     for (GpuPolicy policy : {GpuPolicy::kAccel, GpuPolicy::kFgd, GpuPolicy::kBestFit, GpuPolicy::kDotProduct, GpuPolicy::kPacking}) {
